@@ -1,0 +1,129 @@
+"""Settings (from the environment, read once at start-up) and per-request inference options.
+
+``ModelSettings`` says which models to load and how; ``InferenceConfig`` is what one request may ask
+for. Both validate everything and say what would have been valid.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from whisper_endpoint.languages import normalize_language
+
+DEFAULT_ASR_MODEL = "embedded:base"
+
+
+def _default_cache_dir() -> Path:
+    import os
+
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "whisper-endpoint"
+
+
+class ModelSettings(BaseSettings):
+    """Which models to load, on what, and how. Read from environment variables (names in capitals)."""
+
+    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore")
+
+    asr_model: str = Field(
+        DEFAULT_ASR_MODEL,
+        description="Hub id, local directory, or embedded:<name> (tiny.en, base, small).",
+    )
+    assistant_model: Optional[str] = Field(
+        None, description="Assistant for speculative decoding (transformers backend); off when unset."
+    )
+    diarization_model: Optional[str] = Field(
+        None, description="pyannote pipeline (Hub id, directory or 'embedded'); off when unset."
+    )
+    # The toolkit exports HF_HUB_TOKEN; users usually set HF_TOKEN. Accept both, never print either.
+    hf_token: Optional[SecretStr] = Field(
+        None, validation_alias=AliasChoices("HF_TOKEN", "HF_HUB_TOKEN", "hf_token")
+    )
+    asr_backend: Literal["auto", "ctranslate2", "transformers"] = Field(
+        "auto",
+        description="auto: ctranslate2 for CTranslate2 models (embedded ones included), transformers otherwise.",
+    )
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    compute_type: Literal[
+        "auto", "int8", "int8_float16", "int8_float32", "int8_bfloat16", "float16", "bfloat16", "float32"
+    ] = Field(
+        "auto",
+        description="auto: int8 (ctranslate2) / float32 (transformers) on CPU, float16 on CUDA.",
+    )
+    cpu_threads: int = Field(0, ge=0, le=256, description="0 lets the backend decide.")
+    model_cache_dir: Path = Field(default_factory=_default_cache_dir)
+    max_audio_seconds: float = Field(
+        4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
+    )
+
+
+class InferenceConfig(BaseModel):
+    """Options of one request (``parameters``). Unknown keys are ignored and reported in ``warnings``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    task: Literal["transcribe", "translate"] = "transcribe"
+    batch_size: int = Field(24, ge=1, le=256)
+    assisted: bool = False
+    chunk_length_s: int = Field(30, ge=1, le=30, description="Whisper's window is 30 s at most.")
+    sampling_rate: int = Field(
+        16000, ge=1000, le=384000, description="Rate of an array input; files carry their own."
+    )
+    language: Optional[str] = Field(None, description="Code or English name; None detects it.")
+    num_speakers: Optional[int] = Field(None, ge=1, le=100)
+    min_speakers: Optional[int] = Field(None, ge=1, le=100)
+    max_speakers: Optional[int] = Field(None, ge=1, le=100)
+    beam_size: int = Field(1, ge=1, le=10)
+    return_timestamps: Literal["none", "segment", "word"] = "segment"
+    initial_prompt: Optional[str] = Field(None, max_length=2000)
+    vad_filter: bool = False
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _language(cls, value):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError("must be a language code or name, e.g. 'en' or 'english'")
+        return normalize_language(value)
+
+    @field_validator("return_timestamps", mode="before")
+    @classmethod
+    def _timestamps(cls, value):
+        # transformers' pipeline convention: True means segment-level, False none.
+        if value is True:
+            return "segment"
+        if value is False or value is None:
+            return "none"
+        return value
+
+    @model_validator(mode="after")
+    def _speaker_bounds(self):
+        low, high, exact = self.min_speakers, self.max_speakers, self.num_speakers
+        if low is not None and high is not None and low > high:
+            raise ValueError(
+                f"min_speakers must be smaller than or equal to max_speakers (here: {low} > {high})"
+            )
+        if exact is not None and (
+            (low is not None and exact < low) or (high is not None and exact > high)
+        ):
+            raise ValueError(
+                f"num_speakers={exact} lies outside min_speakers..max_speakers ({low}..{high})"
+            )
+        return self
+
+    @classmethod
+    def known_fields(cls) -> frozenset[str]:
+        return frozenset(cls.model_fields)

@@ -1,0 +1,135 @@
+"""Audio in, 16 kHz mono float32 out.
+
+Files of any container FFmpeg knows (wav, flac, mp3, ogg/opus, m4a, webm...) are decoded with PyAV,
+down-mixed and resampled in one pass; decoding stops as soon as the duration limit is passed, so a
+small file that expands into hours of audio never fills memory. Arrays are resampled the same way.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+from dataclasses import dataclass
+
+import av
+import numpy as np
+
+from whisper_endpoint.errors import (
+    EmptyAudioError,
+    InvalidInputError,
+    PayloadTooLargeError,
+    UndecodableAudioError,
+)
+
+TARGET_RATE = 16000
+_ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
+
+
+@dataclass(frozen=True)
+class Audio:
+    samples: np.ndarray  # float32, mono, TARGET_RATE
+    source_rate: int
+    source_channels: int
+
+    @property
+    def duration(self) -> float:
+        return len(self.samples) / TARGET_RATE
+
+
+def decode_file(data: bytes, *, max_seconds: float) -> Audio:
+    """Decode an audio file held in memory."""
+    if not data:
+        raise EmptyAudioError("the audio input is empty (0 bytes)")
+    try:
+        container = av.open(io.BytesIO(data), mode="r", metadata_errors="ignore")
+    except (av.FFmpegError, UnicodeDecodeError, ValueError) as exc:
+        raise UndecodableAudioError(
+            f"the input is not a decodable audio file ({len(data)} bytes; "
+            "expected wav, flac, mp3, ogg/opus, m4a, webm or another FFmpeg format)"
+        ) from exc
+    with container:
+        if not container.streams.audio:
+            raise UndecodableAudioError("the file contains no audio stream")
+        stream = container.streams.audio[0]
+        rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
+        frames = _decoded_frames(container, stream)
+        samples = _resample(frames, max_seconds=max_seconds)
+    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1))
+
+
+def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
+    """Validate and resample raw samples: 1-D, or 2-D as (channels, samples)."""
+    try:
+        array = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError("inputs.array must be a list of numbers") from exc
+    if array.ndim == 2 and 1 <= array.shape[0] <= 8:
+        channels, array = array.shape[0], array.mean(axis=0)
+    elif array.ndim == 1:
+        channels = 1
+    else:
+        raise InvalidInputError(
+            f"inputs.array must be 1-D samples or 2-D (channels<=8, samples); got shape {array.shape}"
+        )
+    if not np.isfinite(array).all():
+        raise InvalidInputError("inputs.array contains NaN or infinite values")
+    if len(array) / sampling_rate > max_seconds:
+        raise _too_long(max_seconds)
+    if sampling_rate != TARGET_RATE and len(array):
+        array = _resample(_array_frames(array, sampling_rate), max_seconds=max_seconds)
+    return _checked(Audio(np.ascontiguousarray(array, dtype=np.float32), sampling_rate, channels))
+
+
+def _decoded_frames(container, stream):
+    """Yield decoded frames, skipping the undecodable ones a damaged file can contain."""
+    try:
+        for packet in container.demux(stream):
+            try:
+                yield from packet.decode()
+            except av.error.InvalidDataError:
+                continue
+    except av.FFmpegError as exc:
+        raise UndecodableAudioError(f"the audio stream could not be decoded: {exc}") from exc
+
+
+def _array_frames(array: np.ndarray, rate: int):
+    for start in range(0, len(array), _ARRAY_FRAME):
+        frame = av.AudioFrame.from_ndarray(
+            array[None, start : start + _ARRAY_FRAME], format="flt", layout="mono"
+        )
+        frame.sample_rate = rate
+        frame.pts = start
+        yield frame
+
+
+def _resample(frames, *, max_seconds: float) -> np.ndarray:
+    resampler = av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE)
+    limit = int(max_seconds * TARGET_RATE)
+    chunks, total = [], 0
+    for frame in frames:
+        frame.pts = None  # let the resampler count; damaged files carry broken timestamps
+        for out in resampler.resample(frame):
+            chunk = out.to_ndarray().reshape(-1)
+            total += len(chunk)
+            if total > limit:
+                raise _too_long(max_seconds)
+            chunks.append(chunk)
+    chunks.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(None))
+    del resampler
+    gc.collect()  # PyAV keeps resampler buffers alive until collected (faster-whisper issue #390)
+    if not chunks:
+        return np.zeros(0, dtype=np.float32)
+    return np.concatenate(chunks).astype(np.float32, copy=False)
+
+
+def _checked(audio: Audio) -> Audio:
+    if len(audio.samples) == 0:
+        raise EmptyAudioError("the audio contains no samples (zero-length audio)")
+    return audio
+
+
+def _too_long(max_seconds: float) -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"the audio is longer than the limit of {max_seconds:g} s "
+        "(setting MAX_AUDIO_SECONDS); split it or raise the limit"
+    )

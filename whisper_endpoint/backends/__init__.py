@@ -1,0 +1,49 @@
+"""ASR backends and the one function that picks and loads the configured one."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from whisper_endpoint.backends.base import ASRBackend, DecodeOptions
+from whisper_endpoint.device import ctranslate2_compute_type, resolve_device
+from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.models import detect_format, locate_model
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ASRBackend", "DecodeOptions", "load_asr_backend", "asr_reference"]
+
+
+def asr_reference(settings, repository_path: str = "") -> str:
+    """ASR_MODEL when set; else a model stored in the endpoint's repository; else the embedded default."""
+    if "asr_model" in settings.model_fields_set:
+        return settings.asr_model
+    if repository_path and detect_format(Path(repository_path)) is not None:
+        return str(repository_path)
+    return settings.asr_model
+
+
+def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
+    reference = asr_reference(settings, repository_path)
+    token = settings.hf_token.get_secret_value() if settings.hf_token else None
+    source = locate_model(reference, cache_dir=settings.model_cache_dir, token=token)
+    kind = source.format if settings.asr_backend == "auto" else settings.asr_backend
+    device = resolve_device(settings.device)
+    logger.info("ASR model %s (%s format) on the %s backend", reference, source.format, kind)
+    if kind == "ctranslate2":
+        if source.format != "ctranslate2":
+            raise ModelLoadError(
+                f"{reference!r} is a transformers model; the ctranslate2 backend needs a CTranslate2 "
+                "conversion (ct2-transformers-converter) or ASR_BACKEND=transformers"
+            )
+        from whisper_endpoint.backends.ctranslate2_backend import CTranslate2Backend
+
+        return CTranslate2Backend(
+            str(source.path),
+            model_name=reference,
+            device=device,
+            compute_type=ctranslate2_compute_type(settings.compute_type, device),
+            cpu_threads=settings.cpu_threads,
+        )
+    raise ModelLoadError(f"ASR_BACKEND={kind} is not available for {reference!r}")

@@ -1,0 +1,82 @@
+"""CTranslate2 backend through faster-whisper: int8/float16/float32, much faster than PyTorch on CPU.
+
+Audio that fits one window runs through ``WhisperModel.transcribe`` (sequential, conditioned on
+previous text). Longer audio runs through ``BatchedInferencePipeline``, which splits it at pauses
+found by the bundled Silero VAD (faster-whisper's batched design) and decodes ``batch_size``
+windows at once; the response's ``decoding`` block says which path ran.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends.base import DecodeOptions, check_language_options
+from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.results import Segment, Transcript, Word
+
+logger = logging.getLogger(__name__)
+
+
+class CTranslate2Backend:
+    name = "ctranslate2"
+
+    def __init__(self, model_path: str, *, model_name: str, device: str, compute_type: str, cpu_threads: int = 0):
+        from faster_whisper import BatchedInferencePipeline, WhisperModel
+
+        try:
+            self.model = WhisperModel(
+                model_path,
+                device=device,
+                compute_type=compute_type,
+                cpu_threads=cpu_threads,
+                local_files_only=True,
+            )
+        except (RuntimeError, ValueError, OSError) as exc:
+            raise ModelLoadError(f"faster-whisper could not load {model_name!r}: {exc}") from exc
+        self.batched = BatchedInferencePipeline(self.model)
+        self.model_name = model_name
+        self.device, self.compute_type = device, compute_type
+        self.is_multilingual = bool(self.model.model.is_multilingual)
+        logger.info("loaded %s with ctranslate2 on %s (%s)", model_name, device, compute_type)
+
+    def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript:
+        check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
+        warnings = []
+        if options.assisted:
+            warnings.append("'assisted' needs the transformers backend with ASSISTANT_MODEL; decoded unassisted")
+        kwargs = dict(
+            language=options.language,
+            task=options.task,
+            beam_size=options.beam_size,
+            word_timestamps=options.timestamps == "word",
+            without_timestamps=options.timestamps == "none",
+            initial_prompt=options.initial_prompt,
+            chunk_length=options.chunk_length_s,
+        )
+        if len(samples) > options.chunk_length_s * TARGET_RATE:
+            segments, info = self.batched.transcribe(
+                samples, batch_size=options.batch_size, vad_filter=True, **kwargs
+            )
+            decoding = {"mode": "batched", "batch_size": options.batch_size, "segmentation": "vad"}
+        else:
+            segments, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
+            decoding = {"mode": "sequential", "batch_size": 1}
+        result = [_segment(segment) for segment in segments]  # the generator does the decoding
+        decoding.update(backend=self.name, model=self.model_name, device=self.device, compute_type=self.compute_type)
+        return Transcript(
+            segments=result,
+            language=info.language,
+            language_probability=info.language_probability,
+            decoding=decoding,
+            warnings=warnings,
+        )
+
+
+def _segment(segment) -> Segment:
+    words = None
+    if segment.words is not None:
+        words = tuple(Word(w.start, w.end, w.word, w.probability) for w in segment.words)
+    return Segment(segment.start, segment.end, segment.text, words)

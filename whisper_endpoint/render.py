@@ -1,0 +1,42 @@
+"""Build the JSON response once, at the end, from typed results.
+
+Shape (the reference handler's, plus extras that clients ignore if they do not know them):
+``{"text", "chunks": [{"text", "timestamp": [start, end]}], "speakers": [...], "language",
+"duration", "warnings", "decoding"}``. With ``return_timestamps="word"`` the chunks are words, as
+in the transformers pipeline; with ``"none"`` there are no chunks.
+"""
+
+from __future__ import annotations
+
+from whisper_endpoint.results import Transcript
+
+
+def chunks(transcript: Transcript, timestamps: str, duration: float) -> list[dict]:
+    def span(start: float, end: float) -> list[float]:
+        # Whisper's last timestamp can overshoot the audio; never report time past its end.
+        return [round(min(start, duration), 3), round(min(end, duration), 3)]
+
+    if timestamps == "word":
+        return [{"text": word.text, "timestamp": span(word.start, word.end)} for word in transcript.words]
+    if timestamps == "segment":
+        return [{"text": seg.text, "timestamp": span(seg.start, seg.end)} for seg in transcript.segments]
+    return []
+
+
+def response(
+    transcript: Transcript,
+    *,
+    timestamps: str,
+    duration: float,
+    speakers: list[dict] | None = None,
+    warnings: list[str] | None = None,
+) -> dict:
+    return {
+        "text": transcript.text,
+        "chunks": chunks(transcript, timestamps, duration),
+        "speakers": speakers or [],
+        "language": transcript.language,
+        "duration": round(duration, 3),
+        "warnings": [*(warnings or []), *transcript.warnings],
+        "decoding": transcript.decoding,
+    }

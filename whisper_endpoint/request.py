@@ -1,0 +1,120 @@
+"""Turn the raw ``{"inputs": ..., "parameters": {...}}`` payload into audio plus validated options.
+
+Accepted ``inputs``: a base64 string of an audio file (JSON bodies), raw bytes (binary ``audio/*``
+bodies through the toolkit, and what ``InferenceClient.automatic_speech_recognition`` sends), or
+``{"array": [...], "sampling_rate": N}`` (``"raw"`` is accepted for ``"array"``, as in transformers).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from config import InferenceConfig
+from whisper_endpoint.audio import Audio, decode_file, from_array
+from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError
+
+
+@dataclass
+class ParsedRequest:
+    audio: Audio
+    config: InferenceConfig
+    warnings: list[str] = field(default_factory=list)
+
+
+def parse_parameters(parameters) -> tuple[InferenceConfig, list[str]]:
+    """Validate ``parameters``; unknown keys are ignored and named in the returned warnings."""
+    if parameters is None:
+        parameters = {}
+    if not isinstance(parameters, Mapping):
+        raise InvalidParameterError(
+            f"'parameters' must be an object, got {type(parameters).__name__}"
+        )
+    unknown = sorted(str(key) for key in parameters if key not in InferenceConfig.known_fields())
+    try:
+        config = InferenceConfig.model_validate(dict(parameters))
+    except ValidationError as exc:
+        raise InvalidParameterError(_describe(exc)) from None
+    warnings = [f"ignored unknown parameter {name!r}" for name in unknown]
+    return config, warnings
+
+
+def parse_request(data, *, max_seconds: float) -> ParsedRequest:
+    if not isinstance(data, Mapping):
+        raise InvalidInputError(
+            f"the request must be an object with 'inputs', got {type(data).__name__}"
+        )
+    if "inputs" not in data or data["inputs"] is None:
+        raise MissingInputError("the request has no 'inputs' (base64 audio, raw bytes or an array)")
+    config, warnings = parse_parameters(data.get("parameters"))
+    audio = _audio(data["inputs"], config, warnings, max_seconds)
+    return ParsedRequest(audio, config, warnings)
+
+
+def _audio(inputs, config: InferenceConfig, warnings: list[str], max_seconds: float) -> Audio:
+    if isinstance(inputs, Mapping):
+        return _array_audio(inputs, config, warnings, max_seconds)
+    if isinstance(inputs, (bytes, bytearray, memoryview)):
+        data = bytes(inputs)
+    elif isinstance(inputs, str):
+        data = _b64decode(inputs)
+    else:
+        raise InvalidInputError(
+            "'inputs' must be a base64 string, raw bytes or {'array': [...], 'sampling_rate': N}; "
+            f"got {type(inputs).__name__}"
+        )
+    if "sampling_rate" in config.model_fields_set:
+        warnings.append(
+            "'sampling_rate' applies to array inputs only; the file's own sample rate was used"
+        )
+    return decode_file(data, max_seconds=max_seconds)
+
+
+def _array_audio(inputs: Mapping, config, warnings, max_seconds) -> Audio:
+    key = "array" if "array" in inputs else "raw" if "raw" in inputs else None
+    if key is None:
+        raise MissingInputError("an object in 'inputs' needs 'array': [samples...]")
+    rate = inputs.get("sampling_rate", config.sampling_rate)
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 1000 <= rate <= 384000:
+        raise InvalidParameterError(
+            f"inputs.sampling_rate must be an integer in 1000..384000 Hz, got {rate!r}"
+        )
+    if "sampling_rate" in inputs and "sampling_rate" in config.model_fields_set and (
+        rate != config.sampling_rate
+    ):
+        warnings.append(
+            f"inputs.sampling_rate={rate} was used; parameters.sampling_rate="
+            f"{config.sampling_rate} was ignored"
+        )
+    return from_array(inputs[key], rate, max_seconds=max_seconds)
+
+
+_URLSAFE = str.maketrans("-_", "+/")
+
+
+def _b64decode(text: str) -> bytes:
+    # Tolerate data URLs ("data:audio/wav;base64,...") and line breaks; reject anything else.
+    if text.startswith("data:") and "," in text:
+        text = text.split(",", 1)[1]
+    compact = "".join(text.split()).translate(_URLSAFE)
+    try:
+        return base64.b64decode(compact, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise InvalidInputError(
+            "'inputs' is a string but not valid base64; send base64-encoded audio bytes"
+        ) from exc
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors():
+        message = error["msg"].removeprefix("Value error, ")
+        if error["loc"]:
+            where = ".".join(str(part) for part in error["loc"])
+            message = f"parameters.{where}: {message} (got {error.get('input')!r})"
+        parts.append(message)
+    return "invalid parameters: " + "; ".join(parts)
