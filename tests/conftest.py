@@ -1,0 +1,79 @@
+import io
+import json
+import os
+import sys
+from pathlib import Path
+
+import av
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+SHARED_AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
+CLIPS = SHARED_AUDIO / "clips"
+
+
+def clip_refs() -> dict[str, str]:
+    return {item["file"]: item["text"] for item in json.loads((CLIPS / "refs.json").read_text())}
+
+
+def read_clip(name: str) -> bytes:
+    return (CLIPS / name).read_bytes()
+
+
+def decode_reference(path: Path) -> np.ndarray:
+    """faster-whisper's own decoder: the yardstick for ours."""
+    from faster_whisper import decode_audio
+
+    return decode_audio(str(path))
+
+
+def encode(samples: np.ndarray, rate: int, container: str, codec: str, channels: int = 1) -> bytes:
+    """Encode float samples (channels, n) or (n,) into an in-memory file with PyAV's FFmpeg."""
+    data = np.atleast_2d(samples).astype(np.float32)
+    if data.shape[0] == 1 and channels > 1:
+        data = np.repeat(data, channels, axis=0)
+    buffer = io.BytesIO()
+    with av.open(buffer, mode="w", format=container) as out:
+        stream = out.add_stream(codec, rate=rate, layout="stereo" if channels == 2 else "mono")
+        fmt = stream.codec_context.codec.audio_formats[0].name
+        frames = []
+        if data.shape[1]:
+            frames = [av.AudioFrame.from_ndarray(np.ascontiguousarray(data.T.reshape(1, -1)), format="flt", layout=stream.layout.name)]
+            frames[0].sample_rate = rate
+        resampler = av.AudioResampler(format=fmt, layout=stream.layout.name, rate=rate)
+        for converted in [c for f in frames for c in resampler.resample(f)] + resampler.resample(None):
+            for packet in stream.encode(converted):
+                out.mux(packet)
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return buffer.getvalue()
+
+
+@pytest.fixture(scope="session")
+def settings_factory(tmp_path_factory):
+    from config import ModelSettings
+
+    cache = Path(os.environ.get("TEST_MODEL_CACHE", Path.home() / ".cache" / "whisper-endpoint"))
+
+    def make(**values):
+        return ModelSettings(model_cache_dir=cache, **values)
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def tiny_handler(settings_factory):
+    from handler import EndpointHandler
+
+    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en"))
+
+
+@pytest.fixture(scope="session")
+def base_handler(settings_factory):
+    from handler import EndpointHandler
+
+    return EndpointHandler(settings=settings_factory(asr_model="embedded:base"))

@@ -1,0 +1,69 @@
+"""Transcribe local files through the same handler the endpoint serves.
+
+    python -m whisper_endpoint AUDIO [AUDIO...] [--json] [--param key=value ...]
+
+Settings come from the environment as on an endpoint (ASR_MODEL, DIARIZATION_MODEL, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+from whisper_endpoint.errors import EndpointError
+
+
+def _parameter(text: str) -> tuple[str, object]:
+    key, sep, value = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"--param expects key=value, got {text!r}")
+    try:
+        return key, json.loads(value)  # numbers, booleans, null
+    except ValueError:
+        return key, value
+
+
+def _print_text(path: str, result: dict) -> None:
+    print(f"# {path} ({result['duration']:.1f} s, language {result['language']})")
+    for chunk in result["chunks"] or [{"text": result["text"], "timestamp": [0.0, result["duration"]]}]:
+        start, end = chunk["timestamp"]
+        print(f"[{start:7.2f} -> {end:7.2f}] {chunk['text'].strip()}")
+    for warning in result["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m whisper_endpoint", description=__doc__.split("\n")[0])
+    parser.add_argument("audio", nargs="+", help="audio files (any FFmpeg format)")
+    parser.add_argument("--json", action="store_true", help="print the endpoint's JSON response")
+    parser.add_argument("--param", action="append", type=_parameter, default=[], help="request parameter key=value")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+
+    from handler import EndpointHandler
+
+    try:
+        handler = EndpointHandler()
+    except EndpointError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    status = 0
+    for path in args.audio:
+        try:
+            with open(path, "rb") as file:
+                result = handler({"inputs": file.read(), "parameters": dict(args.param)})
+        except (OSError, EndpointError) as exc:
+            print(f"error: {path}: {exc}", file=sys.stderr)
+            status = 1
+            continue
+        if args.json:
+            print(json.dumps(result, ensure_ascii=False, indent=2))
+        else:
+            _print_text(path, result)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
