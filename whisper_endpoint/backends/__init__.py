@@ -30,6 +30,11 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
     source = locate_model(reference, cache_dir=settings.model_cache_dir, token=token)
     kind = source.format if settings.asr_backend == "auto" else settings.asr_backend
     device = resolve_device(settings.device)
+    if settings.assistant_model and kind != "transformers":
+        raise ModelLoadError(
+            "ASSISTANT_MODEL needs the transformers backend (speculative decoding); "
+            f"{reference!r} resolved to {kind}: set ASR_BACKEND=transformers"
+        )
     logger.info("ASR model %s (%s format) on the %s backend", reference, source.format, kind)
     if kind == "ctranslate2":
         if source.format != "ctranslate2":
@@ -46,4 +51,26 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
             compute_type=ctranslate2_compute_type(settings.compute_type, device),
             cpu_threads=settings.cpu_threads,
         )
-    raise ModelLoadError(f"ASR_BACKEND={kind} is not available for {reference!r}")
+    from whisper_endpoint.backends.transformers_backend import TransformersBackend
+
+    assistant = None
+    if settings.assistant_model:
+        assistant = _transformers_dir(
+            locate_model(settings.assistant_model, cache_dir=settings.model_cache_dir, token=token), settings
+        )
+    return TransformersBackend(
+        _transformers_dir(source, settings),
+        model_name=reference,
+        device=device,
+        assistant_path=assistant,
+        assistant_name=settings.assistant_model,
+    )
+
+
+def _transformers_dir(source, settings) -> Path:
+    """CTranslate2 weights (the embedded models) are converted once into the model cache."""
+    if source.format == "transformers":
+        return source.path
+    from whisper_endpoint.convert import converted_model_dir
+
+    return converted_model_dir(source.path, settings.model_cache_dir)

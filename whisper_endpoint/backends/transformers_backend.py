@@ -1,0 +1,201 @@
+"""transformers backend: the ``automatic-speech-recognition`` pipeline, with speculative decoding.
+
+fp16 + SDPA attention on CUDA, fp32 on CPU. Word timestamps come from cross-attention (the
+generation config's alignment heads), which SDPA does not return: those requests run on an eager
+copy of the attention, switched per request under a lock.
+
+Speculative decoding (``assisted: true``) takes an assistant with the main model's tokenizer: a
+decoder-only model sharing the main encoder (distil-whisper style, ``WhisperForCausalLM``) or a
+smaller full Whisper. transformers' assisted generation needs batch size 1, so assisted requests
+decode their windows one at a time, and the response says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends.base import DecodeOptions, check_language_options
+from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.results import Segment, Transcript, Word
+
+logger = logging.getLogger(__name__)
+
+
+class TransformersBackend:
+    name = "transformers"
+
+    def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
+                 assistant_name: str | None = None):
+        import torch
+        from transformers import AutoProcessor, WhisperForConditionalGeneration, pipeline
+
+        self.device = device
+        self.dtype = torch.float16 if device == "cuda" else torch.float32
+        self.attention = "sdpa" if device == "cuda" else "eager"
+        try:
+            model = WhisperForConditionalGeneration.from_pretrained(
+                model_path, dtype=self.dtype, attn_implementation=self.attention, low_cpu_mem_usage=True
+            )
+            processor = AutoProcessor.from_pretrained(model_path)
+        except (OSError, ValueError) as exc:
+            raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
+        self.model = model.to(device).eval()
+        self.tokenizer = processor.tokenizer
+        self.pipe = pipeline(
+            "automatic-speech-recognition",
+            model=self.model,
+            tokenizer=processor.tokenizer,
+            feature_extractor=processor.feature_extractor,
+            device=device,
+        )
+        self.model_name = model_name
+        self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
+        self.assistant = None
+        if assistant_path is not None:
+            self.assistant = load_assistant(assistant_path, assistant_name or str(assistant_path), self)
+        self._lock = threading.Lock()  # the attention switch below is per model, not per request
+        logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
+
+    def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript:
+        check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
+        warnings: list[str] = []
+        generate_kwargs = self._generate_kwargs(options, warnings)
+        batch_size = 1 if "assistant_model" in generate_kwargs else options.batch_size
+        if batch_size != options.batch_size and len(samples) > options.chunk_length_s * TARGET_RATE:
+            warnings.append(
+                f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
+            )
+        timestamps = {"none": False, "segment": True, "word": "word"}[options.timestamps]
+        with self._lock, self._attention_for(options.timestamps):
+            output = self.pipe(
+                {"raw": samples, "sampling_rate": TARGET_RATE},
+                chunk_length_s=options.chunk_length_s if len(samples) > options.chunk_length_s * TARGET_RATE else None,
+                batch_size=batch_size,
+                return_timestamps=timestamps,
+                return_language=self.is_multilingual,
+                generate_kwargs=generate_kwargs,
+            )
+        mode = "chunked" if len(samples) > options.chunk_length_s * TARGET_RATE else "sequential"
+        return Transcript(
+            segments=_segments(output, options.timestamps, len(samples) / TARGET_RATE),
+            language=_language(output, options, self.is_multilingual),
+            decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
+                      "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
+                      "assisted": "assistant_model" in generate_kwargs},
+            warnings=warnings,
+        )
+
+    def _generate_kwargs(self, options: DecodeOptions, warnings: list[str]) -> dict:
+        kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
+        if self.is_multilingual:  # English-only models reject task/language
+            kwargs["task"] = options.task
+            if options.language:
+                kwargs["language"] = options.language
+        if options.initial_prompt:
+            kwargs["prompt_ids"] = self.tokenizer.get_prompt_ids(options.initial_prompt, return_tensors="pt").to(self.device)
+        if options.vad_filter:
+            warnings.append("vad_filter is a ctranslate2 option; the transformers backend decoded all audio")
+        if options.assisted:
+            if self.assistant is None:
+                warnings.append("'assisted' needs ASSISTANT_MODEL; decoded unassisted")
+            elif options.beam_size > 1:
+                warnings.append("assisted decoding is greedy only; beam search ran unassisted")
+            else:
+                kwargs["assistant_model"] = self.assistant
+        return kwargs
+
+    def _attention_for(self, timestamps: str):
+        return _AttentionSwitch(self.model, "eager" if timestamps == "word" else self.attention)
+
+
+class _AttentionSwitch:
+    """Run a block with the given attention implementation, restoring the previous one after."""
+
+    def __init__(self, model, implementation: str):
+        self.model, self.implementation = model, implementation
+        self.previous = model.config._attn_implementation
+
+    def __enter__(self):
+        if self.implementation != self.previous:
+            self.model.set_attn_implementation(self.implementation)
+
+    def __exit__(self, *exc):
+        if self.implementation != self.previous:
+            self.model.set_attn_implementation(self.previous)
+
+
+def load_assistant(path: Path, name: str, main: TransformersBackend):
+    """Load a decoder-only or full-Whisper assistant and check it speaks the main model's tokens."""
+    from transformers import AutoConfig, AutoModelForCausalLM, WhisperForConditionalGeneration
+
+    config = AutoConfig.from_pretrained(path)
+    decoder_only = any("CausalLM" in arch for arch in (config.architectures or []))
+    cls = AutoModelForCausalLM if decoder_only else WhisperForConditionalGeneration
+    _check_same_tokenizer(path, name, config, main)
+    assistant = cls.from_pretrained(path, dtype=main.dtype, attn_implementation=main.attention, low_cpu_mem_usage=True)
+    if decoder_only and config.d_model != main.model.config.d_model:
+        raise ModelLoadError(
+            f"assistant {name!r} is decoder-only with d_model {config.d_model}; it reuses the main encoder, "
+            f"whose d_model is {main.model.config.d_model}"
+        )
+    logger.info("assistant %s loaded (%s)", name, "decoder-only" if decoder_only else "full Whisper")
+    return assistant.to(main.device).eval()
+
+
+def _check_same_tokenizer(path: Path, name: str, config, main: TransformersBackend) -> None:
+    from transformers import AutoTokenizer
+
+    main_vocab = main.tokenizer.get_vocab()
+    if config.vocab_size != main.model.config.vocab_size:
+        raise ModelLoadError(
+            f"assistant {name!r} has vocabulary size {config.vocab_size}, the main model "
+            f"{main.model_name!r} {main.model.config.vocab_size}: speculative decoding needs the same tokenizer "
+            "(e.g. an English-only assistant cannot assist a multilingual model)"
+        )
+    try:
+        vocab = AutoTokenizer.from_pretrained(path).get_vocab()
+    except (OSError, ValueError):
+        return  # no tokenizer files beside the weights: the vocabulary size check above stands
+    if vocab != main_vocab:
+        raise ModelLoadError(f"assistant {name!r} uses a different tokenizer from {main.model_name!r}")
+
+
+def _segments(output: dict, timestamps: str, duration: float) -> list[Segment]:
+    if timestamps == "none" or not output.get("chunks"):
+        return [Segment(0.0, duration, output["text"])]
+    if timestamps == "word":
+        words = tuple(Word(*_times(chunk, duration), chunk["text"]) for chunk in output["chunks"])
+        return [Segment(words[0].start, words[-1].end, output["text"], words)] if words else []
+    return [Segment(*_times(chunk, duration), chunk["text"]) for chunk in output["chunks"]]
+
+
+def _times(chunk: dict, duration: float) -> tuple[float, float]:
+    start, end = chunk["timestamp"]
+    start = 0.0 if start is None else float(start)
+    return start, duration if end is None else float(end)  # the last chunk may be open-ended
+
+
+def _language(output: dict, options: DecodeOptions, multilingual: bool) -> str | None:
+    if not multilingual:
+        return "en"
+    if options.language:
+        return options.language
+    chunks = output.get("chunks") or []
+    found = chunks[0].get("language") if chunks else output.get("language")
+    return _code(found)
+
+
+def _code(language: str | None) -> str | None:
+    if not language:
+        return None
+    from whisper_endpoint.languages import normalize_language
+
+    try:
+        return normalize_language(language)
+    except ValueError:
+        return language
