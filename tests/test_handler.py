@@ -185,4 +185,7 @@ def test_japanese_with_the_multilingual_base_model(base_handler):
     from whisper_endpoint.metrics import cer
 
     assert detected["language"] == "ja" and named["language"] == "ja"
-    assert cer([reference], [named["text"]]) < 0.35
+    # 13% here; faster-whisper's batched windows drop a whole utterance of this file (17%, 26% with
+    # 29 s windows): the leftover pass in backends/windows.py must keep it.
+    assert cer([reference], [named["text"]]) < 0.15
+    assert "アプリの公開" in named["text"]

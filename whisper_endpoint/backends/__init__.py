@@ -28,7 +28,9 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
     reference = asr_reference(settings, repository_path)
     token = settings.hf_token.get_secret_value() if settings.hf_token else None
     source = locate_model(reference, cache_dir=settings.model_cache_dir, token=token)
-    kind = source.format if settings.asr_backend == "auto" else settings.asr_backend
+    kind = settings.asr_backend
+    if kind == "auto":  # speculative decoding exists on the transformers backend only
+        kind = "transformers" if settings.assistant_model else source.format
     device = resolve_device(settings.device)
     if settings.assistant_model and kind != "transformers":
         raise ModelLoadError(

@@ -1,9 +1,9 @@
 """CTranslate2 backend through faster-whisper: int8/float16/float32, much faster than PyTorch on CPU.
 
 Audio that fits one window runs through ``WhisperModel.transcribe`` (sequential, conditioned on
-previous text). Longer audio runs through ``BatchedInferencePipeline``, which splits it at pauses
-found by the bundled Silero VAD (faster-whisper's batched design) and decodes ``batch_size``
-windows at once; the response's ``decoding`` block says which path ran.
+previous text). Longer audio runs through ``BatchedInferencePipeline`` over windows cut at pauses
+found by the bundled Silero VAD (see windows.py), ``batch_size`` windows at once; the response's
+``decoding`` block says which path ran.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import logging
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends import windows
 from whisper_endpoint.backends.base import DecodeOptions, check_language_options
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
@@ -56,28 +57,42 @@ class CTranslate2Backend:
             initial_prompt=options.initial_prompt,
         )
         if len(samples) > options.chunk_length_s * TARGET_RATE:
-            # Group speech into windows 1 s shorter than asked: a window that VAD padding pushes to
-            # Whisper's 30 s edge loses its last utterance in batched mode (seen on our clips).
-            segments, info = self.batched.transcribe(
-                samples,
-                batch_size=options.batch_size,
-                vad_filter=True,
-                chunk_length=max(1, options.chunk_length_s - 1),
-                **kwargs,
-            )
+            segments, language, probability = self._batched(samples, options, kwargs)
             decoding = {"mode": "batched", "batch_size": options.batch_size, "segmentation": "vad"}
         else:
-            segments, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
+            generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
+            segments = list(generator)  # the generator does the decoding
+            language, probability = info.language, info.language_probability
             decoding = {"mode": "sequential", "batch_size": 1}
-        result = [_segment(segment) for segment in segments]  # the generator does the decoding
+        result = [_segment(segment) for segment in segments]
         decoding.update(backend=self.name, model=self.model_name, device=self.device, compute_type=self.compute_type)
         return Transcript(
             segments=result,
-            language=info.language,
-            language_probability=info.language_probability,
+            language=language,
+            language_probability=probability,
             decoding=decoding,
             warnings=warnings,
         )
+
+    def _batched(self, samples: np.ndarray, options: DecodeOptions, kwargs: dict):
+        """Decode windows cut at pauses, then once more what any window left out (see windows.py)."""
+        max_window = max(1, options.chunk_length_s - 1)  # VAD padding must not push past 30 s
+        speech = windows.speech_spans(samples, max_window)
+        groups = windows.group_at_pauses(speech, max_window)
+        if not groups:
+            return [], options.language, None
+        segments, info = self._decode_windows(samples, groups, options, kwargs)
+        missed = windows.leftovers(groups, segments, speech)
+        if missed:
+            retry = {**kwargs, "language": info.language}
+            segments = sorted(segments + self._decode_windows(samples, missed, options, retry)[0], key=lambda s: s.start)
+        return segments, info.language, info.language_probability
+
+    def _decode_windows(self, samples, groups, options, kwargs):
+        generator, info = self.batched.transcribe(
+            samples, batch_size=options.batch_size, clip_timestamps=[w.clip() for w in groups], **kwargs
+        )
+        return list(generator), info
 
 
 def _segment(segment) -> Segment:
