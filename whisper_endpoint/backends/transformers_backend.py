@@ -46,6 +46,8 @@ class TransformersBackend:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
         self.tokenizer = processor.tokenizer
+        if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
+            self.tokenizer.pad_token = self.tokenizer.eos_token
         self.pipe = pipeline(
             "automatic-speech-recognition",
             model=self.model,
@@ -65,8 +67,9 @@ class TransformersBackend:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings: list[str] = []
         generate_kwargs = self._generate_kwargs(options, warnings)
-        batch_size = 1 if "assistant_model" in generate_kwargs else options.batch_size
-        if batch_size != options.batch_size and len(samples) > options.chunk_length_s * TARGET_RATE:
+        chunked = len(samples) > options.chunk_length_s * TARGET_RATE
+        batch_size = 1 if "assistant_model" in generate_kwargs or not chunked else options.batch_size
+        if chunked and batch_size != options.batch_size:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
             )
@@ -74,13 +77,13 @@ class TransformersBackend:
         with self._lock, self._attention_for(options.timestamps):
             output = self.pipe(
                 {"raw": samples, "sampling_rate": TARGET_RATE},
-                chunk_length_s=options.chunk_length_s if len(samples) > options.chunk_length_s * TARGET_RATE else None,
+                chunk_length_s=options.chunk_length_s if chunked else None,
                 batch_size=batch_size,
                 return_timestamps=timestamps,
                 return_language=self.is_multilingual,
                 generate_kwargs=generate_kwargs,
             )
-        mode = "chunked" if len(samples) > options.chunk_length_s * TARGET_RATE else "sequential"
+        mode = "chunked" if chunked else "sequential"
         return Transcript(
             segments=_segments(output, options.timestamps, len(samples) / TARGET_RATE),
             language=_language(output, options, self.is_multilingual),

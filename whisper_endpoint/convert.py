@@ -1,0 +1,280 @@
+"""Turn a CTranslate2 Whisper directory into a transformers ``WhisperForConditionalGeneration`` one.
+
+The embedded models arrive only in CTranslate2's format, but speculative decoding, word timestamps
+through the pipeline and the transformers backend need a transformers directory. Nothing here needs
+the network or the ctranslate2 package: ``model.bin`` is read with ``struct``.
+
+``model.bin`` layout (binary version 6, written by ``ctranslate2.specs.model_spec._serialize``;
+integers little-endian, a string is a uint16 length that counts a trailing NUL, the bytes, the NUL)::
+
+    uint32 version | string spec name ("WhisperSpec") | uint32 spec revision | uint32 n_variables
+    n_variables x (string name | uint8 rank | rank x uint32 dim | uint8 dtype | uint32 n_bytes | data)
+    uint32 n_aliases | n_aliases x (string alias | string target)
+
+dtype ids: 0 float32, 1 int8, 2 int16, 3 int32, 4 float16, 5 bfloat16. Rank-0 variables are spec
+attributes (``encoder/num_heads``, ``decoder/pre_norm``...). Quantized weights come as int8/int16
+``X/weight`` plus ``X/weight_scale`` with ``weight = quantized / scale``. Names map onto transformers:
+
+    encoder/conv{1,2}                         -> model.encoder.conv{1,2}
+    */position_encodings/encodings            -> model.*.embed_positions.weight
+    */layer_N/self_attention/linear_0         -> self_attn.{q,k,v}_proj (fused along the rows)
+    */layer_N/self_attention/linear_1         -> self_attn.out_proj
+    decoder/layer_N/attention/linear_{0,1,2}  -> encoder_attn.q_proj, .{k,v}_proj (fused), .out_proj
+    */ffn/linear_{0,1}                        -> fc1, fc2
+    */{self_attention,attention,ffn}/layer_norm -> self_attn_/encoder_attn_/final_layer_norm
+    {encoder,decoder}/layer_norm              -> final norms; gamma/beta -> weight/bias
+    decoder/embeddings (= decoder/projection) -> embed_tokens (= proj_out, tied)
+
+``config.json`` holds what ``generate()`` reads from ``generation_config.json``: suppress_ids,
+suppress_ids_begin, lang_ids, alignment_heads (used by word timestamps).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import struct
+import uuid
+from pathlib import Path
+
+import torch
+
+from whisper_endpoint.errors import ModelLoadError
+
+_TORCH_DTYPES = (torch.float32, torch.int8, torch.int16, torch.int32, torch.float16, torch.bfloat16)
+# (CT2 name inside a layer, HF names of the row blocks it is fused from, HF prefix)
+_LAYER_PARTS = (
+    ("self_attention/linear_0", ("q_proj", "k_proj", "v_proj"), "self_attn."),
+    ("self_attention/linear_1", ("out_proj",), "self_attn."),
+    ("self_attention/layer_norm", ("self_attn_layer_norm",), ""),
+    ("attention/linear_0", ("q_proj",), "encoder_attn."),
+    ("attention/linear_1", ("k_proj", "v_proj"), "encoder_attn."),
+    ("attention/linear_2", ("out_proj",), "encoder_attn."),
+    ("attention/layer_norm", ("encoder_attn_layer_norm",), ""),
+    ("ffn/linear_0", ("fc1",), ""),
+    ("ffn/linear_1", ("fc2",), ""),
+    ("ffn/layer_norm", ("final_layer_norm",), ""),
+)
+_PARAMS = {"weight": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"}
+
+
+def read_model_bin(path: Path) -> dict[str, torch.Tensor]:
+    """All variables of a CTranslate2 ``model.bin`` by name, aliases resolved, quantization undone."""
+    data = bytearray(path.read_bytes())  # writable, so torch.frombuffer can share it without a copy
+    pos = 0
+
+    def take(fmt: str):
+        nonlocal pos
+        values = struct.unpack_from("<" + fmt, data, pos)
+        pos += struct.calcsize("<" + fmt)
+        return values[0] if len(values) == 1 else values
+
+    def string() -> str:
+        size = take("H")
+        text = data[pos : pos + size - 1].decode("utf-8")
+        take(f"{size}x")
+        return text
+
+    version = take("I")
+    spec = string() if version == 6 else None
+    if spec != "WhisperSpec":
+        raise ModelLoadError(f"{path}: model.bin version {version} spec {spec!r}; only version 6 WhisperSpec converts")
+    take("I")  # spec revision: the variable names checked below are what matters
+    variables = {}
+    for _ in range(take("I")):
+        name, rank = string(), take("B")
+        shape = [take("I") for _ in range(rank)]
+        dtype_id, size = take("B"), take("I")
+        if dtype_id >= len(_TORCH_DTYPES):
+            raise ModelLoadError(f"{path}: variable {name} has unknown dtype id {dtype_id}")
+        dtype = _TORCH_DTYPES[dtype_id]
+        count = size // dtype.itemsize
+        variables[name] = torch.frombuffer(data, dtype=dtype, count=count, offset=pos).reshape(shape)
+        take(f"{size}x")
+    for _ in range(take("I")):
+        alias, target = string(), string()
+        variables[alias] = variables[target]
+    return _dequantize(variables)
+
+
+def _dequantize(variables: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """int8 scales are per output row (conv weights flattened to rows), int16 ones a scalar."""
+    for name in [n for n in variables if n.endswith("_scale")]:
+        scale = variables.pop(name).float()
+        target = name[: -len("_scale")]
+        weight = variables[target].float()
+        variables[target] = weight / scale.reshape(-1, *[1] * (weight.dim() - 1)) if scale.dim() else weight / scale
+    return variables
+
+
+def _state_dict(v: dict[str, torch.Tensor], enc_layers: int, dec_layers: int) -> dict[str, torch.Tensor]:
+    sd = {
+        "model.decoder.embed_tokens.weight": v.pop("decoder/embeddings/weight"),
+        "proj_out.weight": v.pop("decoder/projection/weight"),
+    }
+    for side in ("encoder", "decoder"):
+        sd[f"model.{side}.embed_positions.weight"] = v.pop(f"{side}/position_encodings/encodings")
+        sd[f"model.{side}.layer_norm.weight"] = v.pop(f"{side}/layer_norm/gamma")
+        sd[f"model.{side}.layer_norm.bias"] = v.pop(f"{side}/layer_norm/beta")
+    for conv in ("conv1", "conv2"):
+        for param in ("weight", "bias"):
+            sd[f"model.encoder.{conv}.{param}"] = v.pop(f"encoder/{conv}/{param}")
+    for side, count in (("encoder", enc_layers), ("decoder", dec_layers)):
+        for i in range(count):
+            for ct2_name, hf_names, hf_prefix in _LAYER_PARTS:
+                src = f"{side}/layer_{i}/{ct2_name}"
+                for param in [p for p in _PARAMS if f"{src}/{p}" in v]:
+                    blocks = v.pop(f"{src}/{param}").chunk(len(hf_names), dim=0)
+                    for hf_name, block in zip(hf_names, blocks):
+                        # k_proj has no bias in Whisper: a key bias adds the same q.b to every
+                        # key's score for a query, which softmax cancels, so dropping it is exact.
+                        if not (hf_name == "k_proj" and param == "bias"):
+                            sd[f"model.{side}.layers.{i}.{hf_prefix}{hf_name}.{_PARAMS[param]}"] = block
+    leftover = [name for name, t in v.items() if t.dim() > 0]
+    if leftover:
+        raise ModelLoadError(f"unexpected variables in model.bin, layout not understood: {leftover[:5]}")
+    return sd
+
+
+def _model_config(v: dict[str, torch.Tensor], ids: dict[str, int], ct2_config: dict):
+    from transformers import WhisperConfig
+
+    def layers(side: str) -> int:
+        return len({m.group(1) for name in v if (m := re.match(rf"{side}/layer_(\d+)/", name))})
+
+    vocab, d_model = v["decoder/embeddings/weight"].shape
+    heads = {s: int(v[f"{s}/num_heads"]) if f"{s}/num_heads" in v else d_model // 64 for s in ("encoder", "decoder")}
+    return WhisperConfig(
+        vocab_size=vocab,
+        num_mel_bins=v["encoder/conv1/weight"].shape[1],
+        d_model=d_model,
+        encoder_layers=layers("encoder"),
+        decoder_layers=layers("decoder"),
+        encoder_attention_heads=heads["encoder"],
+        decoder_attention_heads=heads["decoder"],
+        encoder_ffn_dim=v["encoder/layer_0/ffn/linear_0/weight"].shape[0],
+        decoder_ffn_dim=v["decoder/layer_0/ffn/linear_0/weight"].shape[0],
+        max_source_positions=v["encoder/position_encodings/encodings"].shape[0],
+        max_target_positions=v["decoder/position_encodings/encodings"].shape[0],
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|endoftext|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        decoder_start_token_id=ids["<|startoftranscript|>"],
+        suppress_tokens=ct2_config.get("suppress_ids"),
+        begin_suppress_tokens=ct2_config.get("suppress_ids_begin"),
+    )
+
+
+def _generation_config(config, ids: dict[str, int], id_to_token: dict[int, str], ct2_config: dict):
+    from transformers import GenerationConfig
+
+    # OpenAI's rule (n_vocab >= 51865). Not "lang_ids has entries": tiny.en's config lists 98.
+    multilingual = config.vocab_size >= 51865
+    half = config.decoder_layers // 2  # OpenAI's default when a model has no tuned alignment heads
+    default_heads = [[layer, h] for layer in range(half, config.decoder_layers) for h in range(config.decoder_attention_heads)]
+    fields = dict(
+        decoder_start_token_id=ids["<|startoftranscript|>"],
+        bos_token_id=ids["<|endoftext|>"],
+        eos_token_id=ids["<|endoftext|>"],
+        pad_token_id=ids["<|endoftext|>"],
+        no_timestamps_token_id=ids["<|notimestamps|>"],
+        prev_sot_token_id=ids.get("<|startofprev|>"),
+        suppress_tokens=ct2_config.get("suppress_ids", []),
+        begin_suppress_tokens=ct2_config.get("suppress_ids_begin", []),
+        alignment_heads=ct2_config.get("alignment_heads") or default_heads,
+        max_length=config.max_target_positions,
+        max_initial_timestamp_index=50,  # 1.0 s, faster-whisper's max_initial_timestamp default
+        forced_decoder_ids=None,
+        return_timestamps=False,
+        is_multilingual=multilingual,
+    )
+    if multilingual:
+        # Only then: generate() runs language detection whenever lang_to_id exists and no language
+        # is given, which on an English-only model would insert a language token it never saw.
+        fields["lang_to_id"] = {id_to_token[i]: i for i in ct2_config.get("lang_ids", [])}
+        fields["task_to_id"] = {task: ids[f"<|{task}|>"] for task in ("transcribe", "translate")}
+    return GenerationConfig(**fields)
+
+
+def _tokenizer(ct2_dir: Path, staging: Path):
+    """Whisper tokenizer from tokenizer.json, with every special token and all 1501 timestamp tokens.
+
+    transformers finds the first timestamp id as ``all_special_ids[-1] + 1``, so the special tokens
+    must be registered, in id order; English-only exports often lack the ``<|0.00|>``... tokens.
+    """
+    from tokenizers import AddedToken
+    from transformers import WhisperTokenizer
+
+    source = ct2_dir / "tokenizer.json"
+    if not source.is_file():
+        raise ModelLoadError(f"{ct2_dir}: no tokenizer.json; cannot build a transformers tokenizer")
+    added = sorted(json.loads(source.read_text(encoding="utf-8"))["added_tokens"], key=lambda t: t["id"])
+    scratch = staging / "source-tokenizer"
+    scratch.mkdir()
+    shutil.copy(source, scratch / "tokenizer.json")
+    specials = [t["content"] for t in added if t["special"]]
+    tokenizer = WhisperTokenizer.from_pretrained(scratch, extra_special_tokens=specials, model_max_length=448)
+    shutil.rmtree(scratch)
+    for loader_only in ("is_local", "local_files_only"):  # from_pretrained's, not the tokenizer's
+        tokenizer.init_kwargs.pop(loader_only, None)
+    vocab = tokenizer.get_vocab()
+    stamps = ["<|%.2f|>" % (i * 0.02) for i in range(1501)]
+    tokenizer.add_tokens([AddedToken(s, normalized=False, special=False) for s in stamps if s not in vocab])
+    return tokenizer
+
+
+def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperProcessor
+
+    for name in ("config.json", "model.bin"):
+        if not (ct2_dir / name).is_file():
+            raise ModelLoadError(f"{ct2_dir} is not a CTranslate2 Whisper directory: {name} is missing")
+    ct2_config = json.loads((ct2_dir / "config.json").read_text(encoding="utf-8"))
+    variables = read_model_bin(ct2_dir / "model.bin")
+    tokenizer = _tokenizer(ct2_dir, staging)
+    ids = tokenizer.get_vocab()
+    config = _model_config(variables, ids, ct2_config)
+    if len(tokenizer) != config.vocab_size:
+        raise ModelLoadError(f"{ct2_dir}: tokenizer has {len(tokenizer)} tokens, the model {config.vocab_size}")
+    state = _state_dict(variables, config.encoder_layers, config.decoder_layers)
+    with torch.device("meta"):  # no random init: every tensor comes from model.bin
+        model = WhisperForConditionalGeneration(config)
+    try:
+        model.load_state_dict({k: t.to(dtype) for k, t in state.items()}, strict=True, assign=True)
+    except RuntimeError as exc:  # missing/unexpected keys or shape mismatches
+        raise ModelLoadError(f"{ct2_dir}: weights do not fit WhisperForConditionalGeneration: {exc}") from exc
+    model.tie_weights()
+    model.generation_config = _generation_config(config, ids, {i: t for t, i in ids.items()}, ct2_config)
+    model.save_pretrained(staging)
+    features = WhisperFeatureExtractor(feature_size=config.num_mel_bins)
+    features.save_pretrained(staging)  # preprocessor_config.json, which the pipeline looks for
+    WhisperProcessor(feature_extractor=features, tokenizer=tokenizer).save_pretrained(staging)
+
+
+def convert_ctranslate2_to_transformers(ct2_dir: Path, out_dir: Path, *, dtype: torch.dtype = torch.float32) -> Path:
+    """Convert once: build in a hidden sibling directory, then one rename, so out_dir is never partial."""
+    ct2_dir, out_dir = Path(ct2_dir), Path(out_dir)
+    if (out_dir / "model.safetensors").is_file():
+        return out_dir
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    staging = out_dir.parent / f".{out_dir.name}.partial-{uuid.uuid4().hex[:8]}"
+    staging.mkdir()
+    try:
+        _build(ct2_dir, staging, dtype)
+        if out_dir.exists() and not (out_dir / "model.safetensors").is_file():
+            shutil.rmtree(out_dir)  # left by something else, incomplete: ours replaces it
+        try:
+            os.rename(staging, out_dir)
+        except OSError:
+            if not (out_dir / "model.safetensors").is_file():  # not a concurrent converter winning
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return out_dir
+
+
+def converted_model_dir(ct2_dir: Path, cache_dir: Path) -> Path:
+    """The transformers twin of a CTranslate2 directory in the cache, converted on first use."""
+    return convert_ctranslate2_to_transformers(Path(ct2_dir), Path(cache_dir) / "transformers" / Path(ct2_dir).name)
