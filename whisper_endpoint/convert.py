@@ -11,9 +11,9 @@ integers little-endian, a string is a uint16 length that counts a trailing NUL, 
     n_variables x (string name | uint8 rank | rank x uint32 dim | uint8 dtype | uint32 n_bytes | data)
     uint32 n_aliases | n_aliases x (string alias | string target)
 
-dtype ids: 0 float32, 1 int8, 2 int16, 3 int32, 4 float16, 5 bfloat16. Rank-0 variables are spec
-attributes (``encoder/num_heads``, ``decoder/pre_norm``...). Quantized weights come as int8/int16
-``X/weight`` plus ``X/weight_scale`` with ``weight = quantized / scale``. Names map onto transformers:
+Rank-0 variables are spec attributes (``encoder/num_heads``, ``decoder/pre_norm``...). Quantized
+weights come as int8/int16 ``X/weight`` plus ``X/weight_scale``: ``weight = quantized / scale``.
+Names map onto transformers' (gamma/beta are a norm's weight/bias):
 
     encoder/conv{1,2}                         -> model.encoder.conv{1,2}
     */position_encodings/encodings            -> model.*.embed_positions.weight
@@ -22,7 +22,7 @@ attributes (``encoder/num_heads``, ``decoder/pre_norm``...). Quantized weights c
     decoder/layer_N/attention/linear_{0,1,2}  -> encoder_attn.q_proj, .{k,v}_proj (fused), .out_proj
     */ffn/linear_{0,1}                        -> fc1, fc2
     */{self_attention,attention,ffn}/layer_norm -> self_attn_/encoder_attn_/final_layer_norm
-    {encoder,decoder}/layer_norm              -> final norms; gamma/beta -> weight/bias
+    {encoder,decoder}/layer_norm              -> model.{encoder,decoder}.layer_norm (final norms)
     decoder/embeddings (= decoder/projection) -> embed_tokens (= proj_out, tied)
 
 ``config.json`` holds what ``generate()`` reads from ``generation_config.json``: suppress_ids,
@@ -43,6 +43,7 @@ import torch
 
 from whisper_endpoint.errors import ModelLoadError
 
+# model.bin dtype ids, in the order of ctranslate2's DataType enum (include/ctranslate2/types.h)
 _TORCH_DTYPES = (torch.float32, torch.int8, torch.int16, torch.int32, torch.float16, torch.bfloat16)
 # (CT2 name inside a layer, HF names of the row blocks it is fused from, HF prefix)
 _LAYER_PARTS = (
@@ -90,8 +91,7 @@ def read_model_bin(path: Path) -> dict[str, torch.Tensor]:
         if dtype_id >= len(_TORCH_DTYPES):
             raise ModelLoadError(f"{path}: variable {name} has unknown dtype id {dtype_id}")
         dtype = _TORCH_DTYPES[dtype_id]
-        count = size // dtype.itemsize
-        variables[name] = torch.frombuffer(data, dtype=dtype, count=count, offset=pos).reshape(shape)
+        variables[name] = torch.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=pos).reshape(shape)
         take(f"{size}x")
     for _ in range(take("I")):
         alias, target = string(), string()
@@ -110,17 +110,12 @@ def _dequantize(variables: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 
 
 def _state_dict(v: dict[str, torch.Tensor], enc_layers: int, dec_layers: int) -> dict[str, torch.Tensor]:
-    sd = {
-        "model.decoder.embed_tokens.weight": v.pop("decoder/embeddings/weight"),
-        "proj_out.weight": v.pop("decoder/projection/weight"),
-    }
+    top = {"decoder/embeddings/weight": "model.decoder.embed_tokens.weight", "decoder/projection/weight": "proj_out.weight"}
     for side in ("encoder", "decoder"):
-        sd[f"model.{side}.embed_positions.weight"] = v.pop(f"{side}/position_encodings/encodings")
-        sd[f"model.{side}.layer_norm.weight"] = v.pop(f"{side}/layer_norm/gamma")
-        sd[f"model.{side}.layer_norm.bias"] = v.pop(f"{side}/layer_norm/beta")
-    for conv in ("conv1", "conv2"):
-        for param in ("weight", "bias"):
-            sd[f"model.encoder.{conv}.{param}"] = v.pop(f"encoder/{conv}/{param}")
+        top[f"{side}/position_encodings/encodings"] = f"model.{side}.embed_positions.weight"
+        top |= {f"{side}/layer_norm/{p}": f"model.{side}.layer_norm.{_PARAMS[p]}" for p in ("gamma", "beta")}
+    top |= {f"encoder/{c}/{p}": f"model.encoder.{c}.{p}" for c in ("conv1", "conv2") for p in ("weight", "bias")}
+    sd = {hf: v.pop(ct2) for ct2, hf in top.items()}
     for side, count in (("encoder", enc_layers), ("decoder", dec_layers)):
         for i in range(count):
             for ct2_name, hf_names, hf_prefix in _LAYER_PARTS:
@@ -146,24 +141,17 @@ def _model_config(v: dict[str, torch.Tensor], ids: dict[str, int], ct2_config: d
 
     vocab, d_model = v["decoder/embeddings/weight"].shape
     heads = {s: int(v[f"{s}/num_heads"]) if f"{s}/num_heads" in v else d_model // 64 for s in ("encoder", "decoder")}
+    eot = ids["<|endoftext|>"]
     return WhisperConfig(
-        vocab_size=vocab,
-        num_mel_bins=v["encoder/conv1/weight"].shape[1],
-        d_model=d_model,
-        encoder_layers=layers("encoder"),
-        decoder_layers=layers("decoder"),
-        encoder_attention_heads=heads["encoder"],
-        decoder_attention_heads=heads["decoder"],
+        vocab_size=vocab, num_mel_bins=v["encoder/conv1/weight"].shape[1], d_model=d_model,
+        encoder_layers=layers("encoder"), decoder_layers=layers("decoder"),
+        encoder_attention_heads=heads["encoder"], decoder_attention_heads=heads["decoder"],
         encoder_ffn_dim=v["encoder/layer_0/ffn/linear_0/weight"].shape[0],
         decoder_ffn_dim=v["decoder/layer_0/ffn/linear_0/weight"].shape[0],
         max_source_positions=v["encoder/position_encodings/encodings"].shape[0],
         max_target_positions=v["decoder/position_encodings/encodings"].shape[0],
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|endoftext|>"],
-        pad_token_id=ids["<|endoftext|>"],
-        decoder_start_token_id=ids["<|startoftranscript|>"],
-        suppress_tokens=ct2_config.get("suppress_ids"),
-        begin_suppress_tokens=ct2_config.get("suppress_ids_begin"),
+        bos_token_id=eot, eos_token_id=eot, pad_token_id=eot, decoder_start_token_id=ids["<|startoftranscript|>"],
+        suppress_tokens=ct2_config.get("suppress_ids"), begin_suppress_tokens=ct2_config.get("suppress_ids_begin"),
     )
 
 
@@ -175,26 +163,25 @@ def _generation_config(config, ids: dict[str, int], id_to_token: dict[int, str],
     half = config.decoder_layers // 2  # OpenAI's default when a model has no tuned alignment heads
     default_heads = [[layer, h] for layer in range(half, config.decoder_layers) for h in range(config.decoder_attention_heads)]
     fields = dict(
-        decoder_start_token_id=ids["<|startoftranscript|>"],
-        bos_token_id=ids["<|endoftext|>"],
-        eos_token_id=ids["<|endoftext|>"],
-        pad_token_id=ids["<|endoftext|>"],
-        no_timestamps_token_id=ids["<|notimestamps|>"],
-        prev_sot_token_id=ids.get("<|startofprev|>"),
+        decoder_start_token_id=config.decoder_start_token_id, bos_token_id=config.bos_token_id,
+        eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id,
+        no_timestamps_token_id=ids["<|notimestamps|>"], prev_sot_token_id=ids.get("<|startofprev|>"),
+        # The same lists faster-whisper suppresses (its non-speech tokens + the task/sot tokens).
         suppress_tokens=ct2_config.get("suppress_ids", []),
         begin_suppress_tokens=ct2_config.get("suppress_ids_begin", []),
-        alignment_heads=ct2_config.get("alignment_heads") or default_heads,
+        alignment_heads=ct2_config.get("alignment_heads") or default_heads,  # for word timestamps
         max_length=config.max_target_positions,
         max_initial_timestamp_index=50,  # 1.0 s, faster-whisper's max_initial_timestamp default
-        forced_decoder_ids=None,
-        return_timestamps=False,
-        is_multilingual=multilingual,
+        forced_decoder_ids=None, return_timestamps=False, is_multilingual=multilingual,
     )
     if multilingual:
         # Only then: generate() runs language detection whenever lang_to_id exists and no language
         # is given, which on an English-only model would insert a language token it never saw.
         fields["lang_to_id"] = {id_to_token[i]: i for i in ct2_config.get("lang_ids", [])}
         fields["task_to_id"] = {task: ids[f"<|{task}|>"] for task in ("transcribe", "translate")}
+        # Without a task (the Hub checkpoints carry it in forced_decoder_ids) a detected-language
+        # prompt lacks <|transcribe|>, and greedy decoding can run away to max_length.
+        fields["task"] = "transcribe"
     return GenerationConfig(**fields)
 
 
@@ -235,10 +222,14 @@ def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
     variables = read_model_bin(ct2_dir / "model.bin")
     tokenizer = _tokenizer(ct2_dir, staging)
     ids = tokenizer.get_vocab()
-    config = _model_config(variables, ids, ct2_config)
+    try:
+        config = _model_config(variables, ids, ct2_config)
+        generation_config = _generation_config(config, ids, {i: t for t, i in ids.items()}, ct2_config)
+        state = _state_dict(variables, config.encoder_layers, config.decoder_layers)
+    except KeyError as exc:  # a tensor or special token every Whisper model has
+        raise ModelLoadError(f"{ct2_dir}: not a Whisper layout this converter knows, {exc} is missing") from exc
     if len(tokenizer) != config.vocab_size:
         raise ModelLoadError(f"{ct2_dir}: tokenizer has {len(tokenizer)} tokens, the model {config.vocab_size}")
-    state = _state_dict(variables, config.encoder_layers, config.decoder_layers)
     with torch.device("meta"):  # no random init: every tensor comes from model.bin
         model = WhisperForConditionalGeneration(config)
     try:
@@ -246,7 +237,7 @@ def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
     except RuntimeError as exc:  # missing/unexpected keys or shape mismatches
         raise ModelLoadError(f"{ct2_dir}: weights do not fit WhisperForConditionalGeneration: {exc}") from exc
     model.tie_weights()
-    model.generation_config = _generation_config(config, ids, {i: t for t, i in ids.items()}, ct2_config)
+    model.generation_config = generation_config
     model.save_pretrained(staging)
     features = WhisperFeatureExtractor(feature_size=config.num_mel_bins)
     features.save_pretrained(staging)  # preprocessor_config.json, which the pipeline looks for
