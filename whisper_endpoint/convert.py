@@ -4,8 +4,8 @@ The embedded models arrive only in CTranslate2's format, but speculative decodin
 through the pipeline and the transformers backend need a transformers directory. Nothing here needs
 the network or the ctranslate2 package: ``model.bin`` is read with ``struct``.
 
-``model.bin`` layout (binary version 6, written by ``ctranslate2.specs.model_spec._serialize``;
-integers little-endian, a string is a uint16 length that counts a trailing NUL, the bytes, the NUL)::
+``model.bin`` (binary version 6, written by ``ctranslate2.specs.model_spec.ModelSpec._serialize``;
+little-endian; a string is a uint16 length counting a trailing NUL, the UTF-8 bytes, the NUL)::
 
     uint32 version | string spec name ("WhisperSpec") | uint32 spec revision | uint32 n_variables
     n_variables x (string name | uint8 rank | rank x uint32 dim | uint8 dtype | uint32 n_bytes | data)
@@ -45,25 +45,24 @@ from whisper_endpoint.errors import ModelLoadError
 
 # model.bin dtype ids, in the order of ctranslate2's DataType enum (include/ctranslate2/types.h)
 _TORCH_DTYPES = (torch.float32, torch.int8, torch.int16, torch.int32, torch.float16, torch.bfloat16)
-# (CT2 name inside a layer, HF names of the row blocks it is fused from, HF prefix)
+# (CT2 name inside a layer, transformers names of the row blocks fused into it, their prefix)
 _LAYER_PARTS = (
     ("self_attention/linear_0", ("q_proj", "k_proj", "v_proj"), "self_attn."),
     ("self_attention/linear_1", ("out_proj",), "self_attn."),
-    ("self_attention/layer_norm", ("self_attn_layer_norm",), ""),
     ("attention/linear_0", ("q_proj",), "encoder_attn."),
     ("attention/linear_1", ("k_proj", "v_proj"), "encoder_attn."),
     ("attention/linear_2", ("out_proj",), "encoder_attn."),
+    ("self_attention/layer_norm", ("self_attn_layer_norm",), ""),
     ("attention/layer_norm", ("encoder_attn_layer_norm",), ""),
-    ("ffn/linear_0", ("fc1",), ""),
-    ("ffn/linear_1", ("fc2",), ""),
     ("ffn/layer_norm", ("final_layer_norm",), ""),
+    ("ffn/linear_0", ("fc1",), ""), ("ffn/linear_1", ("fc2",), ""),
 )
 _PARAMS = {"weight": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"}
 
 
 def read_model_bin(path: Path) -> dict[str, torch.Tensor]:
     """All variables of a CTranslate2 ``model.bin`` by name, aliases resolved, quantization undone."""
-    data = bytearray(path.read_bytes())  # writable, so torch.frombuffer can share it without a copy
+    data = bytearray(path.read_bytes())  # writable, so torch.frombuffer shares it without a copy
     pos = 0
 
     def take(fmt: str):
@@ -81,8 +80,8 @@ def read_model_bin(path: Path) -> dict[str, torch.Tensor]:
     version = take("I")
     spec = string() if version == 6 else None
     if spec != "WhisperSpec":
-        raise ModelLoadError(f"{path}: model.bin version {version} spec {spec!r}; only version 6 WhisperSpec converts")
-    take("I")  # spec revision: the variable names checked below are what matters
+        raise ModelLoadError(f"{path}: version {version}, spec {spec!r}; only version 6 WhisperSpec converts")
+    take("I")  # spec revision: the variable names checked later are what matters
     variables = {}
     for _ in range(take("I")):
         name, rank = string(), take("B")
@@ -91,7 +90,8 @@ def read_model_bin(path: Path) -> dict[str, torch.Tensor]:
         if dtype_id >= len(_TORCH_DTYPES):
             raise ModelLoadError(f"{path}: variable {name} has unknown dtype id {dtype_id}")
         dtype = _TORCH_DTYPES[dtype_id]
-        variables[name] = torch.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=pos).reshape(shape)
+        tensor = torch.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=pos)
+        variables[name] = tensor.reshape(shape)
         take(f"{size}x")
     for _ in range(take("I")):
         alias, target = string(), string()
@@ -105,16 +105,19 @@ def _dequantize(variables: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         scale = variables.pop(name).float()
         target = name[: -len("_scale")]
         weight = variables[target].float()
-        variables[target] = weight / scale.reshape(-1, *[1] * (weight.dim() - 1)) if scale.dim() else weight / scale
+        per_row = scale.reshape(-1, *[1] * (weight.dim() - 1)) if scale.dim() else scale
+        variables[target] = weight / per_row
     return variables
 
 
 def _state_dict(v: dict[str, torch.Tensor], enc_layers: int, dec_layers: int) -> dict[str, torch.Tensor]:
-    top = {"decoder/embeddings/weight": "model.decoder.embed_tokens.weight", "decoder/projection/weight": "proj_out.weight"}
+    top = {"decoder/embeddings/weight": "model.decoder.embed_tokens.weight"}
+    top["decoder/projection/weight"] = "proj_out.weight"
     for side in ("encoder", "decoder"):
         top[f"{side}/position_encodings/encodings"] = f"model.{side}.embed_positions.weight"
         top |= {f"{side}/layer_norm/{p}": f"model.{side}.layer_norm.{_PARAMS[p]}" for p in ("gamma", "beta")}
-    top |= {f"encoder/{c}/{p}": f"model.encoder.{c}.{p}" for c in ("conv1", "conv2") for p in ("weight", "bias")}
+    for conv in ("conv1", "conv2"):
+        top |= {f"encoder/{conv}/{p}": f"model.encoder.{conv}.{p}" for p in ("weight", "bias")}
     sd = {hf: v.pop(ct2) for ct2, hf in top.items()}
     for side, count in (("encoder", enc_layers), ("decoder", dec_layers)):
         for i in range(count):
@@ -123,8 +126,8 @@ def _state_dict(v: dict[str, torch.Tensor], enc_layers: int, dec_layers: int) ->
                 for param in [p for p in _PARAMS if f"{src}/{p}" in v]:
                     blocks = v.pop(f"{src}/{param}").chunk(len(hf_names), dim=0)
                     for hf_name, block in zip(hf_names, blocks):
-                        # k_proj has no bias in Whisper: a key bias adds the same q.b to every
-                        # key's score for a query, which softmax cancels, so dropping it is exact.
+                        # Whisper's k_proj has no bias: a key bias adds the same q.b to every key's
+                        # score for one query, which softmax cancels, so dropping it is exact.
                         if not (hf_name == "k_proj" and param == "bias"):
                             sd[f"model.{side}.layers.{i}.{hf_prefix}{hf_name}.{_PARAMS[param]}"] = block
     leftover = [name for name, t in v.items() if t.dim() > 0]
@@ -139,34 +142,39 @@ def _model_config(v: dict[str, torch.Tensor], ids: dict[str, int], ct2_config: d
     def layers(side: str) -> int:
         return len({m.group(1) for name in v if (m := re.match(rf"{side}/layer_(\d+)/", name))})
 
+    def heads(side: str) -> int:  # stored since WhisperSpec has existed; Whisper's head size is 64
+        return int(v[f"{side}/num_heads"]) if f"{side}/num_heads" in v else d_model // 64
+
     vocab, d_model = v["decoder/embeddings/weight"].shape
-    heads = {s: int(v[f"{s}/num_heads"]) if f"{s}/num_heads" in v else d_model // 64 for s in ("encoder", "decoder")}
     eot = ids["<|endoftext|>"]
     return WhisperConfig(
         vocab_size=vocab, num_mel_bins=v["encoder/conv1/weight"].shape[1], d_model=d_model,
         encoder_layers=layers("encoder"), decoder_layers=layers("decoder"),
-        encoder_attention_heads=heads["encoder"], decoder_attention_heads=heads["decoder"],
+        encoder_attention_heads=heads("encoder"), decoder_attention_heads=heads("decoder"),
         encoder_ffn_dim=v["encoder/layer_0/ffn/linear_0/weight"].shape[0],
         decoder_ffn_dim=v["decoder/layer_0/ffn/linear_0/weight"].shape[0],
         max_source_positions=v["encoder/position_encodings/encodings"].shape[0],
         max_target_positions=v["decoder/position_encodings/encodings"].shape[0],
-        bos_token_id=eot, eos_token_id=eot, pad_token_id=eot, decoder_start_token_id=ids["<|startoftranscript|>"],
-        suppress_tokens=ct2_config.get("suppress_ids"), begin_suppress_tokens=ct2_config.get("suppress_ids_begin"),
+        bos_token_id=eot, eos_token_id=eot, pad_token_id=eot,
+        decoder_start_token_id=ids["<|startoftranscript|>"],
+        suppress_tokens=ct2_config.get("suppress_ids"),
+        begin_suppress_tokens=ct2_config.get("suppress_ids_begin"),
     )
 
 
-def _generation_config(config, ids: dict[str, int], id_to_token: dict[int, str], ct2_config: dict):
+def _generation_config(config, ids: dict[str, int], ct2_config: dict):
     from transformers import GenerationConfig
 
-    # OpenAI's rule (n_vocab >= 51865). Not "lang_ids has entries": tiny.en's config lists 98.
+    # OpenAI's rule (n_vocab >= 51865), not "lang_ids is set": tiny.en's config lists 98 of them.
     multilingual = config.vocab_size >= 51865
-    half = config.decoder_layers // 2  # OpenAI's default when a model has no tuned alignment heads
-    default_heads = [[layer, h] for layer in range(half, config.decoder_layers) for h in range(config.decoder_attention_heads)]
+    layers, n_heads = config.decoder_layers, config.decoder_attention_heads
+    # OpenAI's default when a checkpoint has no tuned alignment heads: every head of the upper half.
+    default_heads = [[layer, h] for layer in range(layers // 2, layers) for h in range(n_heads)]
     fields = dict(
         decoder_start_token_id=config.decoder_start_token_id, bos_token_id=config.bos_token_id,
         eos_token_id=config.eos_token_id, pad_token_id=config.pad_token_id,
         no_timestamps_token_id=ids["<|notimestamps|>"], prev_sot_token_id=ids.get("<|startofprev|>"),
-        # The same lists faster-whisper suppresses (its non-speech tokens + the task/sot tokens).
+        # The same ids faster-whisper suppresses (its non-speech tokens plus the task/sot tokens).
         suppress_tokens=ct2_config.get("suppress_ids", []),
         begin_suppress_tokens=ct2_config.get("suppress_ids_begin", []),
         alignment_heads=ct2_config.get("alignment_heads") or default_heads,  # for word timestamps
@@ -175,12 +183,13 @@ def _generation_config(config, ids: dict[str, int], id_to_token: dict[int, str],
         forced_decoder_ids=None, return_timestamps=False, is_multilingual=multilingual,
     )
     if multilingual:
-        # Only then: generate() runs language detection whenever lang_to_id exists and no language
-        # is given, which on an English-only model would insert a language token it never saw.
+        # Only then: generate() detects the language whenever lang_to_id exists and none is given,
+        # which on an English-only model would insert a language token it was never trained with.
+        id_to_token = {i: token for token, i in ids.items()}
         fields["lang_to_id"] = {id_to_token[i]: i for i in ct2_config.get("lang_ids", [])}
         fields["task_to_id"] = {task: ids[f"<|{task}|>"] for task in ("transcribe", "translate")}
-        # Without a task (the Hub checkpoints carry it in forced_decoder_ids) a detected-language
-        # prompt lacks <|transcribe|>, and greedy decoding can run away to max_length.
+        # Hub checkpoints carry the task in forced_decoder_ids; without either, a detected-language
+        # prompt lacks <|transcribe|> and greedy decoding can run on to max_length.
         fields["task"] = "transcribe"
     return GenerationConfig(**fields)
 
@@ -188,24 +197,24 @@ def _generation_config(config, ids: dict[str, int], id_to_token: dict[int, str],
 def _tokenizer(ct2_dir: Path, staging: Path):
     """Whisper tokenizer from tokenizer.json, with every special token and all 1501 timestamp tokens.
 
-    transformers finds the first timestamp id as ``all_special_ids[-1] + 1``, so the special tokens
-    must be registered, in id order; English-only exports often lack the ``<|0.00|>``... tokens.
+    transformers takes the first timestamp id to be ``all_special_ids[-1] + 1``, so the special
+    tokens must be registered, in id order; English-only exports often lack ``<|0.00|>``... tokens.
     """
     from tokenizers import AddedToken
     from transformers import WhisperTokenizer
 
     source = ct2_dir / "tokenizer.json"
     if not source.is_file():
-        raise ModelLoadError(f"{ct2_dir}: no tokenizer.json; cannot build a transformers tokenizer")
-    added = sorted(json.loads(source.read_text(encoding="utf-8"))["added_tokens"], key=lambda t: t["id"])
-    scratch = staging / "source-tokenizer"
+        raise ModelLoadError(f"{ct2_dir}: no tokenizer.json, so no transformers tokenizer can be built")
+    added = json.loads(source.read_text(encoding="utf-8"))["added_tokens"]
+    specials = [t["content"] for t in sorted(added, key=lambda t: t["id"]) if t["special"]]
+    scratch = staging / "source-tokenizer"  # from_pretrained wants a directory
     scratch.mkdir()
     shutil.copy(source, scratch / "tokenizer.json")
-    specials = [t["content"] for t in added if t["special"]]
     tokenizer = WhisperTokenizer.from_pretrained(scratch, extra_special_tokens=specials, model_max_length=448)
     shutil.rmtree(scratch)
-    for loader_only in ("is_local", "local_files_only"):  # from_pretrained's, not the tokenizer's
-        tokenizer.init_kwargs.pop(loader_only, None)
+    tokenizer.init_kwargs.pop("is_local", None)  # from_pretrained's arguments, not the tokenizer's
+    tokenizer.init_kwargs.pop("local_files_only", None)
     vocab = tokenizer.get_vocab()
     stamps = ["<|%.2f|>" % (i * 0.02) for i in range(1501)]
     tokenizer.add_tokens([AddedToken(s, normalized=False, special=False) for s in stamps if s not in vocab])
@@ -217,24 +226,24 @@ def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
 
     for name in ("config.json", "model.bin"):
         if not (ct2_dir / name).is_file():
-            raise ModelLoadError(f"{ct2_dir} is not a CTranslate2 Whisper directory: {name} is missing")
+            raise ModelLoadError(f"{ct2_dir} is not a CTranslate2 Whisper directory: no {name}")
     ct2_config = json.loads((ct2_dir / "config.json").read_text(encoding="utf-8"))
     variables = read_model_bin(ct2_dir / "model.bin")
     tokenizer = _tokenizer(ct2_dir, staging)
     ids = tokenizer.get_vocab()
     try:
         config = _model_config(variables, ids, ct2_config)
-        generation_config = _generation_config(config, ids, {i: t for t, i in ids.items()}, ct2_config)
+        generation_config = _generation_config(config, ids, ct2_config)
         state = _state_dict(variables, config.encoder_layers, config.decoder_layers)
-    except KeyError as exc:  # a tensor or special token every Whisper model has
-        raise ModelLoadError(f"{ct2_dir}: not a Whisper layout this converter knows, {exc} is missing") from exc
+    except KeyError as exc:  # a tensor or special token that every Whisper model has
+        raise ModelLoadError(f"{ct2_dir}: not a Whisper layout this converter knows, no {exc}") from exc
     if len(tokenizer) != config.vocab_size:
-        raise ModelLoadError(f"{ct2_dir}: tokenizer has {len(tokenizer)} tokens, the model {config.vocab_size}")
+        raise ModelLoadError(f"{ct2_dir}: tokenizer has {len(tokenizer)} tokens, model {config.vocab_size}")
     with torch.device("meta"):  # no random init: every tensor comes from model.bin
         model = WhisperForConditionalGeneration(config)
     try:
         model.load_state_dict({k: t.to(dtype) for k, t in state.items()}, strict=True, assign=True)
-    except RuntimeError as exc:  # missing/unexpected keys or shape mismatches
+    except RuntimeError as exc:  # missing or unexpected keys, or shapes that disagree
         raise ModelLoadError(f"{ct2_dir}: weights do not fit WhisperForConditionalGeneration: {exc}") from exc
     model.tie_weights()
     model.generation_config = generation_config
@@ -244,7 +253,9 @@ def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
     WhisperProcessor(feature_extractor=features, tokenizer=tokenizer).save_pretrained(staging)
 
 
-def convert_ctranslate2_to_transformers(ct2_dir: Path, out_dir: Path, *, dtype: torch.dtype = torch.float32) -> Path:
+def convert_ctranslate2_to_transformers(
+    ct2_dir: Path, out_dir: Path, *, dtype: torch.dtype = torch.float32
+) -> Path:
     """Convert once: build in a hidden sibling directory, then one rename, so out_dir is never partial."""
     ct2_dir, out_dir = Path(ct2_dir), Path(out_dir)
     if (out_dir / "model.safetensors").is_file():
@@ -255,11 +266,11 @@ def convert_ctranslate2_to_transformers(ct2_dir: Path, out_dir: Path, *, dtype: 
     try:
         _build(ct2_dir, staging, dtype)
         if out_dir.exists() and not (out_dir / "model.safetensors").is_file():
-            shutil.rmtree(out_dir)  # left by something else, incomplete: ours replaces it
+            shutil.rmtree(out_dir)  # incomplete, and not ours (ours appear whole): replace it
         try:
             os.rename(staging, out_dir)
         except OSError:
-            if not (out_dir / "model.safetensors").is_file():  # not a concurrent converter winning
+            if not (out_dir / "model.safetensors").is_file():  # else a concurrent conversion won
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -267,5 +278,6 @@ def convert_ctranslate2_to_transformers(ct2_dir: Path, out_dir: Path, *, dtype: 
 
 
 def converted_model_dir(ct2_dir: Path, cache_dir: Path) -> Path:
-    """The transformers twin of a CTranslate2 directory in the cache, converted on first use."""
-    return convert_ctranslate2_to_transformers(Path(ct2_dir), Path(cache_dir) / "transformers" / Path(ct2_dir).name)
+    """``cache_dir/transformers/<ct2_dir.name>``: the transformers twin, converted on first use."""
+    ct2_dir = Path(ct2_dir)
+    return convert_ctranslate2_to_transformers(ct2_dir, Path(cache_dir) / "transformers" / ct2_dir.name)
