@@ -20,8 +20,3 @@ def load_diarizer(settings):
         "diarization backend yet; unset DIARIZATION_MODEL to run ASR only"
     )
 
-
-def speaker_options(config) -> dict:
-    """The speaker-count hints a request set, in the keyword form pyannote pipelines take."""
-    names = ("num_speakers", "min_speakers", "max_speakers")
-    return {name: getattr(config, name) for name in names if getattr(config, name) is not None}
