@@ -1,15 +1,18 @@
-"""Core B (in progress): converted real weights on the transformers backend.
+"""Core B: converted real weights on the transformers backend, timestamps and speculative decoding.
 
-Word timestamps and assisted decoding run, but their tests are not in the suite yet: on this 2-core
-machine they took minutes (see the issue's note), over this issue's share of the CI budget.
+Speculative decoding is lossless whatever the assistant proposes (the main model verifies every
+token), so randomly initialised assistants of both kinds must reproduce the unassisted greedy text.
 """
 
 import json
+import shutil
 
+import numpy as np
 import pytest
 from conftest import CLIPS, read_clip
 
 from whisper_endpoint import embedded
+from whisper_endpoint.audio import decode_file
 from whisper_endpoint.convert import converted_model_dir
 from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
 
@@ -28,6 +31,22 @@ def _converted(settings_factory, name):
     return converted_model_dir(embedded.assemble(embedded.MODELS[name], cache), cache)
 
 
+def test_window_features_equal_faster_whisper_features(settings_factory):
+    from faster_whisper.feature_extractor import FeatureExtractor
+
+    from whisper_endpoint.backends.features import WindowFeatureExtractor
+
+    ours_fe = WindowFeatureExtractor.from_pretrained(_converted(settings_factory, "tiny.en"))
+    for name in THREE:
+        audio = decode_file(read_clip(name), max_seconds=60).samples
+        ours = ours_fe(audio, sampling_rate=16000, return_tensors="np", return_attention_mask=True)
+        speech = FeatureExtractor()(audio)[:, : len(audio) // 160]  # faster-whisper's content frames
+        assert ours["input_features"].shape == (1, 80, 3000)
+        np.testing.assert_allclose(ours["input_features"][0, :, : speech.shape[1]], speech, atol=1e-4)
+        assert not ours["input_features"][0, :, speech.shape[1]:].any()
+        assert ours["attention_mask"].sum() == speech.shape[1]
+
+
 def test_converted_tiny_en_matches_faster_whisper_greedy(tiny_tf):
     from faster_whisper import WhisperModel
 
@@ -40,9 +59,60 @@ def test_converted_tiny_en_matches_faster_whisper_greedy(tiny_tf):
         assert ours["decoding"]["backend"] == "transformers"
 
 
+def test_word_timestamps_from_alignment_heads(tiny_tf):
+    result = tiny_tf({"inputs": read_clip(THREE[0]), "parameters": {"return_timestamps": "word"}})
+    words = result["chunks"]
+    assert len(words) == len(result["text"].split())
+    assert "".join(w["text"] for w in words).strip() == result["text"]
+    starts = [w["timestamp"][0] for w in words]
+    assert starts == sorted(starts) and all(s <= e <= result["duration"] for s, e in (w["timestamp"] for w in words))
+    assert words[-1]["timestamp"][1] > 0.5 * result["duration"]  # spread over the clip, not bunched at 0
+    assert tiny_tf.asr.model.config._attn_implementation == tiny_tf.asr.attention  # switched back
+
+
 def test_english_only_model_refuses_translate(tiny_tf):
     with pytest.raises(UnsupportedOptionError, match="English-only"):
         tiny_tf({"inputs": read_clip(THREE[0]), "parameters": {"task": "translate"}})
+
+
+def _random_assistant(main_dir, out_dir, *, decoder_only: bool):
+    """A randomly initialised assistant speaking the main model's tokens: lossless decoding must not care."""
+    import torch
+    from transformers import WhisperConfig, WhisperForCausalLM, WhisperForConditionalGeneration
+
+    torch.manual_seed(0)
+    config = WhisperConfig.from_pretrained(main_dir)
+    if decoder_only:  # distil-whisper style: reuses the main encoder, so it keeps its d_model
+        config.update({"decoder_layers": 1, "is_encoder_decoder": False, "architectures": ["WhisperForCausalLM"]})
+        model = WhisperForCausalLM(config)
+    else:  # a smaller full Whisper with its own encoder
+        config.update({"d_model": 64, "encoder_layers": 1, "decoder_layers": 1, "encoder_attention_heads": 2,
+                       "decoder_attention_heads": 2, "encoder_ffn_dim": 128, "decoder_ffn_dim": 128})
+        model = WhisperForConditionalGeneration(config)
+    model.generation_config = model.generation_config.from_pretrained(main_dir)
+    model.save_pretrained(out_dir)
+    for name in ("tokenizer.json", "tokenizer_config.json", "preprocessor_config.json"):
+        shutil.copy(main_dir / name, out_dir / name)
+    return out_dir
+
+
+@pytest.mark.parametrize("decoder_only", [True, False], ids=["decoder-only", "full-whisper"])
+def test_assisted_greedy_equals_unassisted_with_random_assistant(settings_factory, tmp_path, decoder_only):
+    from handler import EndpointHandler
+
+    assistant = _random_assistant(_converted(settings_factory, "base"), tmp_path, decoder_only=decoder_only)
+    handler = EndpointHandler(settings=settings_factory(asr_model="embedded:base", assistant_model=str(assistant)))
+    for name in THREE:
+        params = {"return_timestamps": "none", "language": "en"}
+        plain = handler({"inputs": read_clip(name), "parameters": params})
+        assisted = handler({"inputs": read_clip(name), "parameters": {**params, "assisted": True}})
+        assert assisted["decoding"]["assisted"] and not plain["decoding"]["assisted"]
+        assert assisted["text"] == plain["text"]
+    if decoder_only:  # long audio: chunked, and assisted chunks must go one at a time
+        long = handler({"inputs": read_clip("asterisk_conf-adminmenu-162.flac"),
+                        "parameters": {"assisted": True, "chunk_length_s": 10, "batch_size": 4, "language": "en"}})
+        assert long["decoding"]["mode"] == "chunked" and long["decoding"]["batch_size"] == 1
+        assert any("batch size 1" in w for w in long["warnings"]) and long["text"]
 
 
 def test_assistant_with_another_tokenizer_is_refused_at_load(settings_factory):

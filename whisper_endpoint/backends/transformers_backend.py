@@ -20,6 +20,7 @@ import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends.base import DecodeOptions, check_language_options
+from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 
@@ -42,6 +43,7 @@ class TransformersBackend:
                 model_path, dtype=self.dtype, attn_implementation=self.attention, low_cpu_mem_usage=True
             )
             processor = AutoProcessor.from_pretrained(model_path)
+            features = WindowFeatureExtractor.from_pretrained(model_path)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
@@ -52,7 +54,7 @@ class TransformersBackend:
             "automatic-speech-recognition",
             model=self.model,
             tokenizer=processor.tokenizer,
-            feature_extractor=processor.feature_extractor,
+            feature_extractor=features,
             device=device,
         )
         self.model_name = model_name
