@@ -89,6 +89,11 @@ class InferenceConfig(BaseModel):
     return_timestamps: Literal["none", "segment", "word"] = "segment"
     initial_prompt: Optional[str] = Field(None, max_length=2000)
     vad_filter: bool = False
+    diarize: bool = Field(True, description="Label speakers when DIARIZATION_MODEL is set; false skips it.")
+    return_speaker_turns: bool = Field(
+        False, description="Also return the diarization's own turns (start, end, speaker), e.g. for RTTM."
+    )
+    return_speaker_words: bool = Field(False, description="Add each word with its speaker to 'speakers'.")
 
     @field_validator("language", mode="before")
     @classmethod

@@ -1,22 +1,74 @@
-"""Diarization's place in the request flow: load the configured pipeline, run it, attach speakers.
+"""Diarization's place in the request flow: load the configured pipeline, run it, label the words.
 
-Diarization is off unless ``DIARIZATION_MODEL`` is set, as in the reference handler. The pyannote
-backends and the word-level merge of ASR words with speaker turns are tracked in the diarization
-issue; until they land, setting ``DIARIZATION_MODEL`` fails at start-up with a clear message rather
-than returning unlabelled results that look diarized.
+Diarization is off unless ``DIARIZATION_MODEL`` is set, as in the reference handler: ``embedded``
+(no account, no network), a Hub pipeline id (with ``HF_TOKEN``) or a local directory / config.yaml
+(``whisper_endpoint/diarization/``). When it is on, the ASR runs with word timestamps and every word
+gets the speaker whose turn covers it most (``whisper_endpoint/speaker_merge.py``); ``speakers`` in
+the response is the list of consecutive runs of one speaker.
 """
 
 from __future__ import annotations
 
-from whisper_endpoint.errors import ModelLoadError
+import logging
+
+from whisper_endpoint.results import SpeakerTurn, Transcript
+from whisper_endpoint.speaker_merge import merge_speakers
+
+logger = logging.getLogger(__name__)
+
+SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speaker_turns", "return_speaker_words")
 
 
 def load_diarizer(settings):
     """Return the diarization pipeline named by the settings, or None when diarization is off."""
     if not settings.diarization_model:
         return None
-    raise ModelLoadError(
-        f"DIARIZATION_MODEL={settings.diarization_model!r} is set, but this version has no "
-        "diarization backend yet; unset DIARIZATION_MODEL to run ASR only"
+    from whisper_endpoint.device import resolve_device
+    from whisper_endpoint.diarization import load_diarizer as load_backend
+
+    token = settings.hf_token.get_secret_value() if settings.hf_token else None
+    return load_backend(
+        settings.diarization_model,
+        token=token,
+        device=resolve_device(settings.device),
+        cache_dir=settings.model_cache_dir,
     )
 
+
+def wanted(diarizer, config, warnings: list[str]) -> bool:
+    """Whether this request gets speakers; explain speaker options that cannot apply."""
+    if diarizer is not None:
+        return config.diarize
+    asked = sorted(name for name in SPEAKER_OPTIONS if name in config.model_fields_set)
+    if asked or (config.diarize and "diarize" in config.model_fields_set):
+        warnings.append(
+            "diarization is off on this endpoint (DIARIZATION_MODEL is not set); ignored: "
+            + ", ".join(asked or ["diarize"])
+        )
+    return False
+
+
+def label_speakers(diarizer, samples, transcript: Transcript, config, duration: float) -> dict:
+    """Diarize the audio and merge: the response's ``speakers`` (and ``speaker_turns`` when asked)."""
+    diarization = diarizer.diarize(
+        samples,
+        num_speakers=config.num_speakers,
+        min_speakers=config.min_speakers,
+        max_speakers=config.max_speakers,
+    )
+    # The exclusive diarization (one speaker at a time) suits word labels; overlaps would need two.
+    speakers = merge_speakers(
+        transcript.segments, diarization.exclusive, with_words=config.return_speaker_words, duration=duration
+    )
+    extra = {"speakers": speakers}
+    if config.return_speaker_turns:
+        extra["speaker_turns"] = [_turn(turn, duration) for turn in diarization.turns]
+    return extra
+
+
+def _turn(turn: SpeakerTurn, duration: float) -> dict:
+    return {
+        "start": round(min(turn.start, duration), 3),
+        "end": round(min(turn.end, duration), 3),
+        "speaker": turn.speaker,
+    }

@@ -57,6 +57,12 @@ def test_sampling_rate_with_a_file_is_reported_not_applied(tiny_handler):
     assert any("array inputs only" in warning for warning in result["warnings"])
 
 
+def test_speaker_options_without_diarization_are_reported(tiny_handler):
+    result = tiny_handler({"inputs": read_clip(CLIP), "parameters": {"num_speakers": 2, "return_speaker_turns": True}})
+    assert result["speakers"] == [] and "speaker_turns" not in result
+    assert any("DIARIZATION_MODEL" in w and "num_speakers" in w for w in result["warnings"])
+
+
 def test_word_timestamps_are_words_in_order(tiny_handler):
     result = tiny_handler({"inputs": read_clip("asterisk_conf-adminmenu-162.flac"), "parameters": {"return_timestamps": "word"}})
     starts = [chunk["timestamp"][0] for chunk in result["chunks"]]

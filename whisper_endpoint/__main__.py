@@ -1,6 +1,9 @@
 """Transcribe local files through the same handler the endpoint serves.
 
-    python -m whisper_endpoint AUDIO [AUDIO...] [--json] [--param key=value ...]
+    python -m whisper_endpoint AUDIO [AUDIO...] [--json] [--param key=value ...] [--timeline DIR]
+
+With DIARIZATION_MODEL set (e.g. ``embedded``), ``--timeline DIR`` also draws each file's speaker
+timeline (turns per speaker over time, with what they said) as DIR/<file name>.png.
 
 Settings come from the environment as on an endpoint (ASR_MODEL, DIARIZATION_MODEL, ...).
 """
@@ -11,6 +14,7 @@ import argparse
 import json
 import logging
 import sys
+from pathlib import Path
 
 from whisper_endpoint.errors import EndpointError
 
@@ -27,11 +31,23 @@ def _parameter(text: str) -> tuple[str, object]:
 
 def _print_text(path: str, result: dict) -> None:
     print(f"# {path} ({result['duration']:.1f} s, language {result['language']})")
-    for chunk in result["chunks"] or [{"text": result["text"], "timestamp": [0.0, result["duration"]]}]:
-        start, end = chunk["timestamp"]
-        print(f"[{start:7.2f} -> {end:7.2f}] {chunk['text'].strip()}")
+    whole = [{"text": result["text"], "timestamp": [0.0, result["duration"]]}]
+    for line in result["speakers"] or result["chunks"] or whole:
+        start, end = line["timestamp"]
+        who = f"{line['speaker']}: " if "speaker" in line else ""
+        print(f"[{start:7.2f} -> {end:7.2f}] {who}{line['text'].strip()}")
     for warning in result["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
+
+
+def _draw(result: dict, path: str, folder: Path) -> Path:
+    from whisper_endpoint.results import SpeakerTurn
+    from whisper_endpoint.timeline_plot import draw_timeline
+
+    folder.mkdir(parents=True, exist_ok=True)
+    turns = [SpeakerTurn(t["start"], t["end"], t["speaker"]) for t in result["speaker_turns"]]
+    return draw_timeline(turns, result["speakers"], folder / f"{Path(path).name}.png",
+                         duration=result["duration"], title=Path(path).name)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +55,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("audio", nargs="+", help="audio files (any FFmpeg format)")
     parser.add_argument("--json", action="store_true", help="print the endpoint's JSON response")
     parser.add_argument("--param", action="append", type=_parameter, default=[], help="request parameter key=value")
+    parser.add_argument("--timeline", type=Path, metavar="DIR", help="draw each file's speaker timeline as a PNG")
     args = parser.parse_args(argv)
+    parameters = dict(args.param)
+    if args.timeline:
+        parameters["return_speaker_turns"] = True
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
     from handler import EndpointHandler
@@ -53,11 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     for path in args.audio:
         try:
             with open(path, "rb") as file:
-                result = handler({"inputs": file.read(), "parameters": dict(args.param)})
+                result = handler({"inputs": file.read(), "parameters": parameters})
         except (OSError, EndpointError) as exc:
             print(f"error: {path}: {exc}", file=sys.stderr)
             status = 1
             continue
+        if args.timeline and "speaker_turns" in result:
+            print(f"timeline: {_draw(result, path, args.timeline)}", file=sys.stderr)
         if args.json:
             print(json.dumps(result, ensure_ascii=False, indent=2))
         else:

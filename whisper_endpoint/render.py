@@ -29,9 +29,10 @@ def response(
     timestamps: str,
     duration: float,
     speakers: list[dict] | None = None,
+    speaker_turns: list[dict] | None = None,
     warnings: list[str] | None = None,
 ) -> dict:
-    return {
+    result = {
         "text": transcript.text,
         "chunks": chunks(transcript, timestamps, duration),
         "speakers": speakers or [],
@@ -40,3 +41,6 @@ def response(
         "warnings": [*(warnings or []), *transcript.warnings],
         "decoding": transcript.decoding,
     }
+    if speaker_turns is not None:
+        result["speaker_turns"] = speaker_turns
+    return result

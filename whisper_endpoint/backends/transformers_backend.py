@@ -174,9 +174,24 @@ def _segments(output: dict, timestamps: str, duration: float) -> list[Segment]:
     if timestamps == "none" or not output.get("chunks"):
         return [Segment(0.0, duration, output["text"])]
     if timestamps == "word":
-        words = tuple(Word(*_times(chunk, duration), chunk["text"]) for chunk in output["chunks"])
-        return [Segment(words[0].start, words[-1].end, output["text"], words)] if words else []
+        words = [Word(*_times(chunk, duration), chunk["text"]) for chunk in output["chunks"]]
+        return _sentences(words)
     return [Segment(*_times(chunk, duration), chunk["text"]) for chunk in output["chunks"]]
+
+
+def _sentences(words: list[Word]) -> list[Segment]:
+    """The pipeline returns words only; group them into sentence segments (at . ? ! and CJK stops)."""
+    segments, current = [], []
+    for word in words:
+        current.append(word)
+        if word.text.rstrip().endswith(_SENTENCE_ENDS) or word is words[-1]:
+            segments.append(Segment(current[0].start, current[-1].end, "".join(w.text for w in current),
+                                    tuple(current)))
+            current = []
+    return segments
+
+
+_SENTENCE_ENDS = (".", "?", "!", "。", "？", "！")
 
 
 def _times(chunk: dict, duration: float) -> tuple[float, float]:
