@@ -1,0 +1,77 @@
+"""``create_app(settings, handler)``: one FastAPI app for custom containers, SageMaker and OpenAI
+clients, around the same ``EndpointHandler``.
+
+Routes: ``POST /`` and ``/predict`` (toolkit payloads), ``GET /health``, ``GET /metrics``,
+``GET /ping`` and ``POST /invocations`` (SageMaker), ``POST /v1/audio/transcriptions``,
+``/v1/audio/translations`` and ``GET /v1/models`` (OpenAI). docs/serving.md has the details.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.responses import Response
+
+from whisper_endpoint.serving import error_handlers, openai_api, redaction, toolkit
+from whisper_endpoint.serving.metrics import CONTENT_TYPE, ResponseCounter
+from whisper_endpoint.serving.responses import JSONResult
+from whisper_endpoint.serving.service import Handler, InferenceService
+from whisper_endpoint.serving.settings import ServerSettings
+
+logger = logging.getLogger(__name__)
+# The loggers that may log exceptions (tracebacks): their records are masked at the source.
+_EXCEPTION_LOGGERS = ("whisper_endpoint.serving.error_handlers", "whisper_endpoint.serving.service")
+
+
+def create_app(
+    settings: ServerSettings | None = None,
+    handler: Handler | None = None,
+    *,
+    load: Callable[[], Handler] | None = None,
+) -> FastAPI:
+    """Build the app. ``handler``: an already loaded handler (tests share one); without it the app
+    loads ``EndpointHandler(settings.model_dir)`` in the background at start-up (``load`` replaces
+    that loader), and answers 503 on /health, /ping and the inference routes until it is ready.
+    """
+    settings = settings or ServerSettings()
+    service = InferenceService(settings, handler, load)
+    redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler)], _EXCEPTION_LOGGERS)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        service.start_loading()
+        yield
+        # Shutdown: uvicorn has stopped accepting connections and waited (up to
+        # GRACEFUL_TIMEOUT_S) for in-flight and queued requests before it gets here.
+        logger.info("stopped after %d decodes", service.metrics.inferences)
+
+    app = FastAPI(
+        title="whisper-endpoint",
+        summary="Whisper ASR (+ diarization): toolkit, SageMaker and OpenAI-compatible routes",
+        lifespan=lifespan,
+        default_response_class=JSONResult,
+    )
+    app.state.service = service
+    error_handlers.install(app)
+    app.add_middleware(ResponseCounter, metrics=service.metrics)
+
+    # API keys (#8) will be one dependency added here, to the inference routes only: health checks
+    # and metrics stay open to the platform's probes.
+    protected: list = []
+    app.include_router(toolkit.health_router(service))
+    app.include_router(toolkit.inference_router(service), dependencies=protected)
+    app.include_router(openai_api.router(service), dependencies=protected)
+
+    @app.get("/metrics", summary="Queue depth, in-flight requests and totals (Prometheus text format)")
+    async def metrics() -> Response:
+        return Response(service.metrics.render(service.gate, service.ready), media_type=CONTENT_TYPE)
+
+    return app
+
+
+def _handler_secrets(handler) -> list[str]:
+    token = getattr(getattr(handler, "settings", None), "hf_token", None)
+    return [token.get_secret_value()] if token is not None else []

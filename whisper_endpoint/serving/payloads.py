@@ -1,0 +1,96 @@
+"""From an HTTP request to the handler's ``{"inputs": ..., "parameters": {...}}``.
+
+JSON bodies are the toolkit's payload as they are (``inputs`` base64, ``parameters``). Binary bodies are
+the audio file itself: ``audio/*`` and ``video/*`` (webm, mp4), and the generic types clients send
+when they do not know better (none at all from ``InferenceClient``, ``application/octet-stream``,
+curl's ``application/x-www-form-urlencoded``). Their parameters come from the query string (and on
+SageMaker from ``X-Amzn-SageMaker-Custom-Attributes``). Anything else is 415.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Optional
+
+from config import InferenceConfig
+from whisper_endpoint.serving.errors import InvalidBodyError, UnsupportedMediaTypeError
+
+GENERIC_BINARY = frozenset(
+    {"", "application/octet-stream", "binary/octet-stream", "application/x-www-form-urlencoded"}
+)
+_TEXT_FIELDS = {name for name, spec in InferenceConfig.model_fields.items() if spec.annotation in (str, Optional[str])}
+
+
+def media_type(headers) -> str:
+    """The bare media type of a request's headers (no parameters), lower case; '' when absent."""
+    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def is_json(kind: str) -> bool:
+    return kind in ("application/json", "text/json") or kind.endswith("+json")
+
+
+def is_audio(kind: str) -> bool:
+    return kind.startswith(("audio/", "video/")) or kind in GENERIC_BINARY
+
+
+def toolkit_payload(body: bytes, kind: str, parameters: dict) -> dict:
+    """The handler's payload for a JSON or binary body; ``parameters`` from outside the body."""
+    if is_json(kind):
+        try:
+            data = json.loads(body)
+        except (UnicodeDecodeError, ValueError):
+            raise InvalidBodyError(
+                "the body is not valid JSON; send {\"inputs\": \"<base64 audio>\", \"parameters\": {...}} "
+                "or the audio file itself with an audio/* content type"
+            ) from None
+        if isinstance(data, dict) and parameters:
+            data = {**data, "parameters": _merged(parameters, data.get("parameters"))}
+        return data
+    if is_audio(kind):
+        return {"inputs": body, "parameters": parameters}
+    raise UnsupportedMediaTypeError(
+        f"unsupported Content-Type {kind!r}: send application/json ({{\"inputs\": base64, \"parameters\"}}) "
+        "or the audio file with an audio/* or application/octet-stream content type"
+    )
+
+
+def text_parameters(pairs: Iterable[tuple[str, str]]) -> dict:
+    """Parameters that arrive as text (query string, form fields, custom attributes).
+
+    Numbers are left to pydantic's parsing; "true"/"false" become booleans and "null"/"none" None,
+    except for free-text fields (language, initial_prompt), which stay as sent.
+    """
+    parameters = {}
+    for name, value in pairs:
+        parameters[name] = value if name in _TEXT_FIELDS else _scalar(value)
+    return parameters
+
+
+def sagemaker_attributes(header: str | None) -> list[tuple[str, str]]:
+    """``X-Amzn-SageMaker-Custom-Attributes: language=ja;return_timestamps=word`` as pairs."""
+    pairs = []
+    for item in (header or "").split(";"):
+        name, sep, value = item.partition("=")
+        if sep and name.strip():
+            pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def _merged(outside: dict, inside):
+    """Parameters in the body win over those from the query string."""
+    if inside is None:
+        return outside
+    if isinstance(inside, Mapping):
+        return {**outside, **inside}
+    return inside  # not an object: the handler says what is wrong with it
+
+
+def _scalar(value: str):
+    lowered = value.strip().lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("null", "none"):
+        return None
+    return value

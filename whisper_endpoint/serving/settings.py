@@ -1,0 +1,69 @@
+"""Server settings, read once from environment variables (names in capitals).
+
+Model settings (ASR_MODEL, DEVICE, HF_TOKEN, ...) stay in ``config.ModelSettings``; these say how the
+server admits and limits requests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+from pydantic import AliasChoices, Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+MB = 1024 * 1024
+
+# Where the platforms put the model repository: Inference Endpoints custom containers mount it at
+# /repository, SageMaker extracts model.tar.gz into /opt/ml/model.
+_PLATFORM_MODEL_DIRS = ("/repository", "/opt/ml/model")
+
+
+def _default_model_dir() -> str:
+    return next((path for path in _PLATFORM_MODEL_DIRS if Path(path).is_dir()), "")
+
+
+class ServerSettings(BaseSettings):
+    """How the HTTP server admits, limits and runs requests."""
+
+    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore")
+
+    host: str = Field("0.0.0.0", description="Interface to bind.")
+    # SageMaker always calls port 8080 (it may ask for another one with SAGEMAKER_BIND_TO_PORT).
+    port: int = Field(
+        8080, ge=1, le=65535, validation_alias=AliasChoices("PORT", "SAGEMAKER_BIND_TO_PORT", "port")
+    )
+    model_dir: str = Field(
+        default_factory=_default_model_dir,
+        description="The endpoint repository handed to EndpointHandler(path): /repository or "
+        "/opt/ml/model when present, else none.",
+    )
+    max_concurrency: int = Field(
+        1, ge=1, le=64, description="Requests decoded at once; 1 suits a CPU (one decode uses all cores)."
+    )
+    max_queue: int = Field(
+        32, ge=0, le=10000, description="Requests waiting for a slot; beyond it 429 with Retry-After."
+    )
+    max_body_bytes: int = Field(
+        25 * MB, ge=1, description="Largest request body on /, /predict and /v1 (OpenAI's 25 MB)."
+    )
+    # SageMaker real-time endpoints accept 6 MB; batch transform sends SAGEMAKER_MAX_PAYLOAD_IN_MB
+    # (up to 100) and asynchronous inference up to 1 GB, so those deployments raise this.
+    sagemaker_max_body_bytes: int = Field(6 * MB, ge=1, description="Largest body on /invocations.")
+    sagemaker_max_payload_in_mb: Optional[int] = Field(
+        None, ge=1, description="Set by SageMaker batch transform; overrides the /invocations limit."
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0, description="Longest wait for the next piece of a request body (408 past it)."
+    )
+    graceful_timeout_s: float = Field(
+        60.0, ge=0, description="On SIGTERM, how long in-flight and queued requests may still run."
+    )
+    log_level: str = "info"
+
+    @model_validator(mode="after")
+    def _sagemaker_payload(self):
+        explicit = "sagemaker_max_body_bytes" in self.model_fields_set
+        if self.sagemaker_max_payload_in_mb is not None and not explicit:
+            self.sagemaker_max_body_bytes = self.sagemaker_max_payload_in_mb * MB
+        return self

@@ -1,0 +1,53 @@
+"""Routes of the Inference Endpoints toolkit (``POST /``, ``/predict``, ``GET /health``) and of
+SageMaker's container contract (``GET /ping``, ``POST /invocations``): the handler's own payload in,
+the handler's own response out.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from whisper_endpoint.serving.limits import read_body
+from whisper_endpoint.serving.payloads import media_type, sagemaker_attributes, text_parameters, toolkit_payload
+from whisper_endpoint.serving.responses import JSONResult
+from whisper_endpoint.serving.service import InferenceService
+
+
+def health_router(service: InferenceService) -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/health", summary="200 once the models are loaded, 503 before (or if loading failed)")
+    async def health() -> JSONResult:
+        service.check_ready()
+        return JSONResult({"status": "ok", "model": service.model_id})
+
+    @router.get("/ping", summary="SageMaker's health check: 200 once loaded, 503 before")
+    async def ping() -> JSONResult:
+        service.check_ready()
+        return JSONResult({"status": "ok"})
+
+    return router
+
+
+def inference_router(service: InferenceService) -> APIRouter:
+    router = APIRouter()
+    settings = service.settings
+
+    async def run(request: Request, limit: int, parameters: dict) -> JSONResult:
+        service.check_ready()
+        body = await read_body(request, limit, settings.body_timeout_s)
+        payload = toolkit_payload(body, media_type(request.headers), parameters)
+        return JSONResult(await service.run(payload))
+
+    @router.post("/", summary="Toolkit payload: JSON {inputs: base64, parameters} or the audio file")
+    @router.post("/predict", summary="Same as POST /")
+    async def predict(request: Request) -> JSONResult:
+        return await run(request, settings.max_body_bytes, text_parameters(request.query_params.items()))
+
+    @router.post("/invocations", summary="SageMaker: JSON or audio (audio/x-audio, audio/*) bodies")
+    async def invocations(request: Request) -> JSONResult:
+        attributes = sagemaker_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
+        parameters = text_parameters([*request.query_params.items(), *attributes])
+        return await run(request, settings.sagemaker_max_body_bytes, parameters)
+
+    return router
