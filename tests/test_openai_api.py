@@ -1,0 +1,164 @@
+"""The OpenAI-compatible routes through the real openai SDK, against uvicorn on loopback (tiny.en)."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+from conftest import read_clip
+from serving_helpers import live_server
+
+from whisper_endpoint.serving import openai_formats
+from whisper_endpoint.serving.app import create_app
+from whisper_endpoint.serving.settings import ServerSettings
+
+CLIP = "asterisk_all-circuits-busy-now.flac"
+TEXT = "All circuits are busy now."
+SPEAKERS = [
+    {"speaker": "SPEAKER_00", "text": " All circuits", "timestamp": [0.0, 0.9]},
+    {"speaker": "SPEAKER_01", "text": " are busy now.", "timestamp": [0.9, 1.801]},
+]
+
+
+@pytest.fixture(scope="module")
+def audio() -> tuple[str, bytes]:
+    return ("busy.flac", read_clip(CLIP))
+
+
+@pytest.fixture(scope="module")
+def client(tiny_handler):
+    with live_server(create_app(ServerSettings(), handler=tiny_handler)) as server:
+        yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0)
+
+
+class Diarized:
+    """The real handler plus speaker runs, as the handler returns them when DIARIZATION_MODEL is set."""
+
+    diarizer = "a diarization pipeline"
+
+    def __init__(self, handler):
+        self.handler, self.asr, self.seen = handler, handler.asr, []
+
+    def __call__(self, data):
+        self.seen.append(dict(data["parameters"]))
+        parameters = {k: v for k, v in data["parameters"].items() if k != "diarize"}  # the wrapped handler has no diarizer of its own
+        return {**self.handler({**data, "parameters": parameters}), "speakers": SPEAKERS}
+
+
+@pytest.fixture(scope="module")
+def diarized(tiny_handler):
+    handler = Diarized(tiny_handler)
+    with live_server(create_app(ServerSettings(), handler=handler)) as server:
+        yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0), handler
+
+
+def test_json(client, audio):
+    result = client.audio.transcriptions.create(model="whisper-1", file=audio)
+    assert result.text == TEXT
+    assert result.usage.type == "duration" and result.usage.seconds == pytest.approx(1.801)
+
+
+def test_text(client, audio):
+    assert client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="text") == TEXT + "\n"
+
+
+def test_srt(client, audio):
+    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt")
+    assert srt == f"1\n00:00:00,000 --> 00:00:01,801\n{TEXT}\n"
+
+
+def test_vtt(client, audio):
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="vtt", language="en")
+    assert vtt == f"WEBVTT\n\n00:00:00.000 --> 00:00:01.801\n{TEXT}\n"
+
+
+def test_verbose_json_segments(client, audio):
+    result = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="verbose_json")
+    assert (result.language, result.duration, result.text) == ("english", pytest.approx(1.801), TEXT)
+    [segment] = result.segments
+    assert (segment.id, segment.start, segment.end, segment.text.strip()) == (0, 0.0, pytest.approx(1.801), TEXT)
+    # What the handler cannot know is null, not made up.
+    assert all(getattr(segment, name) is None for name in openai_formats.UNKNOWN_SEGMENT_FIELDS)
+    assert result.words is None
+
+
+def test_verbose_json_words(client, audio):
+    response = client.audio.transcriptions.with_raw_response.create(
+        model="whisper-1", file=audio, response_format="verbose_json", timestamp_granularities=["word", "segment"],
+    )
+    result = response.parse()
+    assert [word.word for word in result.words] == TEXT.split()
+    assert all(word.start < word.end for word in result.words)
+    assert result.segments is None  # one or the other, said in X-Warnings
+    assert "segments are left out" in json.loads(response.headers["x-warnings"])[0]
+
+
+def test_diarized_json_needs_diarization(client, audio):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="diarized_json")
+    assert caught.value.code == "unsupported_option"
+    assert "DIARIZATION_MODEL" in caught.value.message
+
+
+@pytest.mark.filterwarnings("ignore:deprecated:DeprecationWarning")  # the SDK marks translations deprecated
+def test_translation_on_an_english_only_model_is_a_400(client, audio):
+    with pytest.raises(openai.BadRequestError) as caught:
+        client.audio.translations.create(model="whisper-1", file=audio)
+    assert caught.value.status_code == 400 and caught.value.code == "unsupported_option"
+    assert "English-only" in caught.value.message
+
+
+def test_extra_body_reaches_the_handler_and_warnings_come_back(client, audio):
+    response = client.audio.transcriptions.with_raw_response.create(
+        model="whisper-1", file=audio, temperature=0.4, extra_body={"beam_size": 2, "shout": "yes"},
+    )
+    assert response.parse().text == TEXT
+    warnings = json.loads(response.headers["x-warnings"])
+    assert warnings[0].startswith("temperature=0.4 was not applied")
+    assert "ignored unknown parameter 'shout'" in warnings
+
+
+def test_bad_fields_are_422(client, audio):
+    with pytest.raises(openai.UnprocessableEntityError) as caught:
+        client.audio.transcriptions.create(model="whisper-1", file=audio, timestamp_granularities=["word"])
+    assert caught.value.body["param"] == "timestamp_granularities"
+    with pytest.raises(openai.UnprocessableEntityError):
+        client.audio.transcriptions.create(model="whisper-1", file=audio, language="klingon")
+
+
+def test_models(client):
+    [model] = client.models.list().data
+    assert (model.id, model.object, model.owned_by) == ("embedded:tiny.en", "model", "whisper-endpoint")
+    assert isinstance(model.created, int) and model.created > 0
+    assert client.models.retrieve("embedded:tiny.en").id == "embedded:tiny.en"
+    with pytest.raises(openai.NotFoundError):
+        client.models.retrieve("whisper-1")
+
+
+def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, audio):
+    client, handler = diarized
+    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt")
+    assert srt == ("1\n00:00:00,000 --> 00:00:00,900\n[SPEAKER_00] All circuits\n\n"
+                   "2\n00:00:00,900 --> 00:00:01,801\n[SPEAKER_01] are busy now.\n")
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="vtt")
+    assert "00:00:00.900 --> 00:00:01.801\n<v SPEAKER_01>are busy now.\n" in vtt
+    result = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="diarized_json")
+    assert result.text == TEXT
+    assert [(s.id, s.type, s.speaker, s.text, s.end) for s in result.segments] == [
+        ("seg_0", "transcript.text.segment", "SPEAKER_00", "All circuits", 0.9),
+        ("seg_1", "transcript.text.segment", "SPEAKER_01", "are busy now.", 1.801),
+    ]
+    client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="json")
+    # Formats that show speakers diarize; json does not, so the server switches it off.
+    assert ["diarize" in p for p in handler.seen] == [False, False, False, True]
+    assert handler.seen[-1]["diarize"] is False
+
+
+def test_subtitle_formatting():
+    lines = [(3725.5, 3726.0004, "a < b & c", "A"), (0.0, 0.0, "   ", None)]
+    result = {"speakers": [], "chunks": [{"text": text, "timestamp": [s, e]} for s, e, text, _ in lines]}
+    cues = openai_formats.cues(result)
+    assert cues == [(3725.5, 3726.0004, "a < b & c", None)]  # blank cues dropped
+    assert openai_formats.srt(cues) == "1\n01:02:05,500 --> 01:02:06,000\na < b & c\n"
+    assert openai_formats.vtt(cues) == "WEBVTT\n\n01:02:05.500 --> 01:02:06.000\na &lt; b &amp; c\n"
