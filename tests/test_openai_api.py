@@ -42,7 +42,8 @@ class Diarized:
 
     def __call__(self, data):
         self.seen.append(dict(data["parameters"]))
-        parameters = {k: v for k, v in data["parameters"].items() if k != "diarize"}  # the wrapped handler has no diarizer of its own
+        # The wrapped handler has no diarizer of its own.
+        parameters = {k: v for k, v in data["parameters"].items() if k != "diarize"}
         return {**self.handler({**data, "parameters": parameters}), "speakers": SPEAKERS}
 
 
