@@ -98,5 +98,6 @@ class CTranslate2Backend:
 def _segment(segment) -> Segment:
     words = None
     if segment.words is not None:
-        words = tuple(Word(w.start, w.end, w.word, w.probability) for w in segment.words)
-    return Segment(segment.start, segment.end, segment.text, words)
+        # faster-whisper gives numpy floats in places; the response needs plain JSON numbers.
+        words = tuple(Word(float(w.start), float(w.end), w.word, float(w.probability)) for w in segment.words)
+    return Segment(float(segment.start), float(segment.end), segment.text, words)
