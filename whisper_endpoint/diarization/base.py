@@ -1,0 +1,136 @@
+"""One diarizer interface over any pyannote.audio pipeline: samples in, speaker turns out.
+
+``Diarizer`` hands pyannote the waveform in memory (``{"waveform": (1, n) tensor, "sample_rate":
+16000}``), so pyannote never decodes a file and torchcodec's FFmpeg libraries are not needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from whisper_endpoint.errors import InvalidParameterError
+from whisper_endpoint.results import SpeakerTurn
+
+logger = logging.getLogger(__name__)
+
+SAMPLE_RATE = 16000
+# Shorter audio holds no speaker turn worth reporting (pyannote's frames are ~17 ms, its
+# embeddings need far more); it returns no turns instead of asking the models.
+MIN_SAMPLES = SAMPLE_RATE // 4
+_SILENCE_PEAK = 1e-4  # -80 dBFS: digital silence and dither
+
+
+@dataclass
+class Diarization:
+    """Who spoke when. Turns are sorted by start time; labels are ``SPEAKER_00``, ``SPEAKER_01``...
+
+    Attributes:
+      turns: every speaker turn; turns of different speakers may overlap.
+      exclusive: at most one speaker at any time (pyannote's exclusive diarization, meant for
+        aligning with transcripts); the same as ``turns`` when the pipeline does not provide it.
+      warnings: what the pipeline reported, e.g. fewer speakers found than min_speakers.
+    """
+
+    turns: list[SpeakerTurn]
+    exclusive: list[SpeakerTurn]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def speakers(self) -> list[str]:
+        return sorted({turn.speaker for turn in self.turns})
+
+
+@dataclass(frozen=True)
+class SpeakerCount:
+    """num_speakers wins over min/max, as in pyannote."""
+
+    num_speakers: int | None = None
+    min_speakers: int | None = None
+    max_speakers: int | None = None
+
+    def checked(self) -> SpeakerCount:
+        for name in ("num_speakers", "min_speakers", "max_speakers"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+                raise InvalidParameterError(f"{name} must be a positive integer (got {value!r})")
+        if self.num_speakers is not None:
+            return SpeakerCount(num_speakers=self.num_speakers)
+        low, high = self.min_speakers, self.max_speakers
+        if low is not None and high is not None and low > high:
+            raise InvalidParameterError(
+                f"min_speakers must be smaller than or equal to max_speakers (here: {low} > {high})"
+            )
+        return self
+
+    def as_kwargs(self) -> dict:
+        return {name: value for name, value in vars(self).items() if value is not None}
+
+
+class Diarizer:
+    """A loaded pyannote pipeline; ``diarize`` may be called for any number of requests."""
+
+    def __init__(self, pipeline, *, name: str, device: str):
+        self.pipeline = pipeline
+        self.name = name  # what DIARIZATION_MODEL said, for the response's "decoding" block
+        self.device = device
+
+    def diarize(
+        self,
+        samples: np.ndarray,
+        *,
+        num_speakers: int | None = None,
+        min_speakers: int | None = None,
+        max_speakers: int | None = None,
+    ) -> Diarization:
+        """Diarize 16 kHz mono float32 samples."""
+        count = SpeakerCount(num_speakers, min_speakers, max_speakers).checked()
+        samples = np.asarray(samples, dtype=np.float32).reshape(-1)
+        if len(samples) < MIN_SAMPLES or not np.any(np.abs(samples) > _SILENCE_PEAK):
+            return Diarization([], [])
+        return self._run(samples, count)
+
+    def _run(self, samples: np.ndarray, count: SpeakerCount) -> Diarization:
+        import torch
+
+        audio = {"waveform": torch.from_numpy(samples)[None], "sample_rate": SAMPLE_RATE, "uri": "input"}
+        printed = io.StringIO()  # pyannote's clustering print()s when it cannot meet a speaker count
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
+            warnings.simplefilter("always")
+            output = self.pipeline(audio, **count.as_kwargs())
+        notes = [_one_line(w.message) for w in caught if _is_pipeline_warning(w)]
+        notes += [line.strip() for line in printed.getvalue().splitlines() if line.strip()]
+        for note in notes:
+            logger.info("diarization: %s", note)
+        return from_pyannote(output, warnings=notes)
+
+
+def from_pyannote(output, *, warnings: list[str] | None = None) -> Diarization:
+    """A pyannote ``DiarizeOutput`` (pyannote.audio 4) or ``Annotation`` (older pipelines)."""
+    regular = getattr(output, "speaker_diarization", output)
+    exclusive = getattr(output, "exclusive_speaker_diarization", None)
+    turns = _turns(regular)
+    return Diarization(turns, _turns(exclusive) if exclusive is not None else list(turns), warnings or [])
+
+
+def _turns(annotation) -> list[SpeakerTurn]:
+    turns = [
+        SpeakerTurn(round(segment.start, 3), round(segment.end, 3), str(label))
+        for segment, _, label in annotation.itertracks(yield_label=True)
+        if segment.end > segment.start
+    ]
+    return sorted(turns, key=lambda turn: (turn.start, turn.end, turn.speaker))
+
+
+def _is_pipeline_warning(caught: warnings.WarningMessage) -> bool:
+    # pyannote's own notes (speaker count out of bounds...), not library deprecation noise.
+    return issubclass(caught.category, UserWarning) and "pyannote" in (caught.filename or "")
+
+
+def _one_line(message) -> str:
+    return " ".join(str(message).split())

