@@ -1,0 +1,240 @@
+"""Diarization backends: the embedded pipeline, local pipeline files, Hub failures. Real weights, offline."""
+
+import logging
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from conftest import ROOT
+
+from whisper_endpoint.diarization import Diarization, load_diarizer
+from whisper_endpoint.errors import InvalidParameterError, ModelLoadError
+from whisper_endpoint.results import SpeakerTurn
+
+TOKEN = "hf_NotARealTokenButSecretAll1234567890"
+LABEL = re.compile(r"SPEAKER_\d\d")
+
+
+def pyannote_sample():
+    import pyannote.audio
+
+    return os.path.join(os.path.dirname(pyannote.audio.__file__), "sample")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_torch_thread():
+    """These tests share 2 cores with whatever else runs: torch's OpenMP threads then wait on each other
+    (measured here: pyannote's 30 s sample took 69 s with 2 threads under load, 3 s with one)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def embedded():
+    return load_diarizer("embedded", device="cpu")
+
+
+@pytest.fixture(scope="module")
+def sample(embedded):  # loading the diarizer imported pyannote quietly; reading the sample needs it
+    from whisper_endpoint.audio import decode_file
+
+    with open(os.path.join(pyannote_sample(), "sample.wav"), "rb") as file:
+        return decode_file(file.read(), max_seconds=60).samples
+
+
+def der(diarization: Diarization, rttm: str, duration: float) -> float:
+    from pyannote.core import Annotation, Segment, Timeline
+    from pyannote.metrics.diarization import DiarizationErrorRate
+
+    reference, hypothesis = Annotation(), Annotation()
+    for line in open(rttm).read().splitlines():
+        fields = line.split()
+        reference[Segment(float(fields[3]), float(fields[3]) + float(fields[4]))] = fields[7]
+    for turn in diarization.exclusive:
+        hypothesis[Segment(turn.start, turn.end)] = turn.speaker
+    return DiarizationErrorRate(collar=0.25)(reference, hypothesis, uem=Timeline([Segment(0, duration)]))
+
+
+def assert_well_formed(diarization: Diarization):
+    for turns in (diarization.turns, diarization.exclusive):
+        assert turns == sorted(turns, key=lambda turn: (turn.start, turn.end, turn.speaker))
+        assert all(isinstance(t, SpeakerTurn) for t in turns)
+        assert all(0 <= t.start < t.end and LABEL.fullmatch(t.speaker) for t in turns)
+    exclusive = diarization.exclusive
+    # one speaker at a time
+    assert all(a.end <= b.start + 1e-6 for a, b in zip(exclusive, exclusive[1:], strict=False))
+
+
+def test_embedded_finds_both_speakers_of_the_pyannote_sample(embedded, sample):
+    result = embedded.diarize(sample)
+    assert_well_formed(result)
+    assert result.speakers == ["SPEAKER_00", "SPEAKER_01"]
+    # 6.55% measured (scripts/evaluate_diarization.py); the bound leaves room for numeric differences
+    # across CPUs and library versions (merging the two speakers would cost ~40%).
+    assert der(result, os.path.join(pyannote_sample(), "sample.rttm"), len(sample) / 16000) < 0.10
+    assert embedded.name == "embedded" and embedded.device == "cpu"
+
+
+def test_speaker_count_passes_through(embedded, sample):
+    assert embedded.diarize(sample[: 16000 * 15], num_speakers=1).speakers == ["SPEAKER_00"]
+
+
+def test_contradictory_speaker_counts_are_refused_before_any_work(embedded):
+    with pytest.raises(InvalidParameterError, match="min_speakers"):
+        embedded.diarize(np.zeros(16000, np.float32), min_speakers=3, max_speakers=2)
+
+
+@pytest.mark.parametrize("samples", [
+    np.zeros(0, np.float32),  # nothing at all
+    np.zeros(100, np.float32),  # a few samples
+    np.zeros(16000 * 12, np.float32),  # digital silence longer than one 10 s window
+], ids=["empty", "100 samples", "12 s silence"])
+def test_silence_and_tiny_inputs_have_no_turns(embedded, samples):
+    assert embedded.diarize(samples) == Diarization([], [])
+
+
+def test_noise_is_nobody_and_short_speech_does_not_crash(embedded, sample):
+    noise = np.random.default_rng(0).normal(0, 0.003, 16000 * 3).astype(np.float32)  # -50 dBFS
+    assert embedded.diarize(noise).turns == []
+    short = embedded.diarize(sample[16000 * 4 : 16000 * 5])  # one second, shorter than a window
+    assert_well_formed(short)
+    assert len(short.speakers) <= 1
+
+
+@pytest.fixture(scope="module")
+def checkpoints(embedded):
+    from whisper_endpoint.diarization.campplus import campplus_checkpoint, segmentation_checkpoint
+
+    return segmentation_checkpoint(), campplus_checkpoint()
+
+
+def test_a_local_config_yaml_with_local_checkpoints_loads(tmp_path, checkpoints, sample):
+    """The air-gapped path: a pipeline file whose checkpoints are paths on disk, loaded as a directory
+    and as the file itself."""
+    segmentation, embedding = checkpoints
+    (tmp_path / "config.yaml").write_text(f"""\
+pipeline:
+  name: whisper_endpoint.diarization.offline.OfflineSpeakerDiarization
+  params:
+    segmentation: {segmentation}
+    embedding: {embedding}
+    segmentation_step: 0.5
+    speech_fill: false
+params:
+  clustering:
+    threshold: 0.6
+""")
+    diarizer = load_diarizer(str(tmp_path), device="cpu")
+    assert diarizer.pipeline.segmentation_step == 0.5 and diarizer.pipeline.speech_fill is None
+    assert diarizer.diarize(sample[16000 * 6 : 16000 * 22]).speakers == ["SPEAKER_00", "SPEAKER_01"]
+    assert load_diarizer(str(tmp_path / "config.yaml"), device="cpu").pipeline.segmentation_step == 0.5
+
+
+def test_a_stock_pyannote_pipeline_class_loads_from_a_local_file(tmp_path, checkpoints, sample):
+    """pyannote's own classes work the same way (here its voice activity detection, which labels speech
+    rather than speakers: its turns come back as they are, and exclusive falls back to them)."""
+    (tmp_path / "vad.yaml").write_text(f"""\
+pipeline:
+  name: pyannote.audio.pipelines.VoiceActivityDetection
+  params:
+    segmentation: {checkpoints[0]}
+    step: 2.5
+params:
+  min_duration_on: 0.0
+  min_duration_off: 0.0
+""")
+    result = load_diarizer(str(tmp_path / "vad.yaml"), device="cpu").diarize(sample[16000 * 6 : 16000 * 22])
+    assert result.speakers == ["SPEECH"] and result.exclusive == result.turns
+    assert 10 < sum(turn.end - turn.start for turn in result.turns) < 16  # 13.7 s in sample.rttm
+
+
+@pytest.mark.parametrize("reference, message", [
+    ("/nonexistent/pipeline", "does not exist"),
+    ("not-a-hub-id", "does not exist"),
+])
+def test_missing_local_pipelines_are_named(reference, message):
+    with pytest.raises(ModelLoadError, match=message):
+        load_diarizer(reference, device="cpu")
+
+
+def test_a_directory_without_config_yaml_is_named(tmp_path):
+    with pytest.raises(ModelLoadError, match="has no config.yaml"):
+        load_diarizer(str(tmp_path), device="cpu")
+
+
+def test_a_broken_pipeline_file_is_a_model_load_error(tmp_path):
+    (tmp_path / "config.yaml").write_text("pipeline:\n  name: no.such.Pipeline\n")
+    with pytest.raises(ModelLoadError, match="could not be loaded"):
+        load_diarizer(str(tmp_path), device="cpu")
+
+
+@pytest.fixture
+def offline_hub(monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
+def assert_no_token(caught, caplog, capsys):
+    captured = capsys.readouterr()
+    for text in (str(caught.value), caplog.text, captured.out, captured.err, repr(caught.value.__cause__)):
+        assert TOKEN not in text
+
+
+def test_an_unreachable_hub_pipeline_fails_clearly_without_leaking_the_token(offline_hub, caplog, capsys):
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(ModelLoadError) as caught:
+        load_diarizer("pyannote/speaker-diarization-community-1", token=TOKEN, device="cpu")
+    message = str(caught.value)
+    assert "pyannote/speaker-diarization-community-1" in message
+    assert "HF_HUB_OFFLINE" in message and "DIARIZATION_MODEL=embedded" in message
+    assert_no_token(caught, caplog, capsys)
+
+
+def test_a_local_pipeline_naming_an_unreachable_hub_checkpoint_fails_clearly(
+    tmp_path, offline_hub, caplog, capsys
+):
+    """What pyannote/speaker-diarization-3.1's config.yaml does until its checkpoints are made local."""
+    (tmp_path / "config.yaml").write_text(
+        "pipeline:\n  name: pyannote.audio.pipelines.VoiceActivityDetection\n"
+        "  params:\n    segmentation: pyannote/segmentation-3.0\n"
+    )
+    caplog.set_level(logging.DEBUG)
+    with pytest.raises(ModelLoadError, match="or a checkpoint it names.*HF_HUB_OFFLINE") as caught:
+        load_diarizer(str(tmp_path), token=TOKEN, device="cpu")
+    assert_no_token(caught, caplog, capsys)
+
+
+def test_pyannote_telemetry_is_off_unless_the_deployer_turns_it_on(embedded):
+    from pyannote.audio.telemetry.metrics import is_metrics_enabled
+
+    if os.environ.get("PYANNOTE_METRICS_ENABLED") == "0":
+        assert not is_metrics_enabled()
+    script = "import os, whisper_endpoint.diarization; print(os.environ['PYANNOTE_METRICS_ENABLED'])"
+    env = {k: v for k, v in os.environ.items() if k != "PYANNOTE_METRICS_ENABLED"}
+    for given, expected in ((None, "0"), ("1", "1")):
+        if given is not None:
+            env["PYANNOTE_METRICS_ENABLED"] = given
+        run = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True)
+        assert run.stdout.decode().strip() == expected, run.stderr
+
+
+def test_legacy_annotation_output_falls_back_to_its_turns():
+    from pyannote.core import Annotation, Segment
+
+    from whisper_endpoint.diarization.base import from_pyannote
+
+    annotation = Annotation()
+    annotation[Segment(2.0, 3.0)] = "SPEAKER_01"
+    annotation[Segment(0.5, 2.5)] = "SPEAKER_00"
+    result = from_pyannote(annotation)
+    expected = [SpeakerTurn(0.5, 2.5, "SPEAKER_00"), SpeakerTurn(2.0, 3.0, "SPEAKER_01")]
+    assert result.turns == result.exclusive == expected
