@@ -68,7 +68,7 @@ class TransformersBackend:
     def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings: list[str] = []
-        generate_kwargs = self._generate_kwargs(options, warnings)
+        generate_kwargs = self._generate_kwargs(samples, options, warnings)
         chunked = len(samples) > options.chunk_length_s * TARGET_RATE
         batch_size = 1 if "assistant_model" in generate_kwargs or not chunked else options.batch_size
         if chunked and batch_size != options.batch_size:
@@ -82,25 +82,23 @@ class TransformersBackend:
                 chunk_length_s=options.chunk_length_s if chunked else None,
                 batch_size=batch_size,
                 return_timestamps=timestamps,
-                return_language=self.is_multilingual,
                 generate_kwargs=generate_kwargs,
             )
         mode = "chunked" if chunked else "sequential"
         return Transcript(
             segments=_segments(output, options.timestamps, len(samples) / TARGET_RATE),
-            language=_language(output, options, self.is_multilingual),
+            language=generate_kwargs.get("language", "en"),
             decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
                       "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
                       "assisted": "assistant_model" in generate_kwargs},
             warnings=warnings,
         )
 
-    def _generate_kwargs(self, options: DecodeOptions, warnings: list[str]) -> dict:
+    def _generate_kwargs(self, samples: np.ndarray, options: DecodeOptions, warnings: list[str]) -> dict:
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
-            if options.language:
-                kwargs["language"] = options.language
+            kwargs["language"] = options.language or self._detect_language(samples)
         if options.initial_prompt:
             kwargs["prompt_ids"] = self.tokenizer.get_prompt_ids(options.initial_prompt, return_tensors="pt").to(self.device)
         if options.vad_filter:
@@ -113,6 +111,20 @@ class TransformersBackend:
             else:
                 kwargs["assistant_model"] = self.assistant
         return kwargs
+
+    def _detect_language(self, samples: np.ndarray) -> str:
+        """Whisper's language detection on the first window, once for the whole input.
+
+        One language for all chunks, as faster-whisper does (and the pipeline's own per-chunk
+        language output breaks its batching: IndexError with batch_size > 1).
+        """
+        import torch
+
+        window = samples[: self.pipe.feature_extractor.n_samples]
+        features = self.pipe.feature_extractor(window, sampling_rate=TARGET_RATE, return_tensors="pt").input_features
+        with torch.inference_mode():
+            token = int(self.model.detect_language(input_features=features.to(self.device, self.dtype))[0])
+        return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
 
     def _attention_for(self, timestamps: str):
         return _AttentionSwitch(self.model, "eager" if timestamps == "word" else self.attention)
@@ -200,22 +212,3 @@ def _times(chunk: dict, duration: float) -> tuple[float, float]:
     return start, duration if end is None else float(end)  # the last chunk may be open-ended
 
 
-def _language(output: dict, options: DecodeOptions, multilingual: bool) -> str | None:
-    if not multilingual:
-        return "en"
-    if options.language:
-        return options.language
-    chunks = output.get("chunks") or []
-    found = chunks[0].get("language") if chunks else output.get("language")
-    return _code(found)
-
-
-def _code(language: str | None) -> str | None:
-    if not language:
-        return None
-    from whisper_endpoint.languages import normalize_language
-
-    try:
-        return normalize_language(language)
-    except ValueError:
-        return language
