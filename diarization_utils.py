@@ -48,7 +48,7 @@ def wanted(diarizer, config, warnings: list[str]) -> bool:
     return False
 
 
-def label_speakers(diarizer, samples, transcript: Transcript, config, duration: float) -> dict:
+def label_speakers(diarizer, samples, transcript: Transcript, config, duration: float, warnings: list[str]) -> dict:
     """Diarize the audio and merge: the response's ``speakers`` (and ``speaker_turns`` when asked)."""
     diarization = diarizer.diarize(
         samples,
@@ -56,6 +56,7 @@ def label_speakers(diarizer, samples, transcript: Transcript, config, duration: 
         min_speakers=config.min_speakers,
         max_speakers=config.max_speakers,
     )
+    warnings.extend(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
     # The exclusive diarization (one speaker at a time) suits word labels; overlaps would need two.
     speakers = merge_speakers(
         transcript.segments, diarization.exclusive, with_words=config.return_speaker_words, duration=duration

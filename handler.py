@@ -35,7 +35,8 @@ class EndpointHandler:
         extra = {}
         if diarize:
             extra = diarization_utils.label_speakers(
-                self.diarizer, request.audio.samples, transcript, request.config, request.audio.duration
+                self.diarizer, request.audio.samples, transcript, request.config, request.audio.duration,
+                request.warnings,
             )
         return render.response(
             transcript,

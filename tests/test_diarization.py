@@ -1,0 +1,73 @@
+"""Diarization through the handler: the embedded pipeline, the word-level merge, the request switches."""
+
+import json
+from collections import Counter
+
+import pytest
+from conftest import SHARED_AUDIO, read_clip
+
+MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
+
+
+@pytest.fixture(scope="module")
+def diarizing(settings_factory):
+    from handler import EndpointHandler
+
+    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded"))
+
+
+@pytest.fixture(scope="module")
+def meeting(diarizing):
+    return diarizing({"inputs": MEETING.read_bytes(),
+                      "parameters": {"return_speaker_words": True, "return_speaker_turns": True}})
+
+
+def _truth_speaker(turns, t):
+    return min(turns, key=lambda turn: 0 if turn["start"] <= t <= turn["end"] else
+               min(abs(t - turn["start"]), abs(t - turn["end"])))["speaker"]
+
+
+def test_words_get_the_speaker_who_said_them(meeting):
+    truth = json.loads(MEETING.with_suffix(".json").read_text())["turns"]
+    words = [word for run in meeting["speakers"] for word in run["words"]]
+    pairs = [(w["speaker"], _truth_speaker(truth, sum(w["timestamp"]) / 2)) for w in words]
+    mapping = {}  # each found label -> the true speaker it most often covers
+    for (found, true), _ in Counter(pairs).most_common():
+        mapping.setdefault(found, true)
+    accuracy = sum(mapping[found] == true for found, true in pairs) / len(pairs)
+    assert len(words) > 60 and accuracy >= 0.9
+    assert len({run["speaker"] for run in meeting["speakers"]}) == 3
+
+
+def test_every_word_is_in_the_speakers_once_and_in_order(meeting):
+    joined = " ".join(run["text"] for run in meeting["speakers"])
+    assert joined.split() == meeting["text"].split()
+    starts = [run["timestamp"][0] for run in meeting["speakers"]]
+    assert starts == sorted(starts)
+    assert all(run.keys() >= {"speaker", "text", "timestamp"} for run in meeting["speakers"])
+
+
+def test_chunks_stay_as_asked_and_raw_turns_come_back(meeting):
+    assert meeting["chunks"] and all(len(c["text"].split()) > 1 for c in meeting["chunks"])  # segments, not words
+    turns = meeting["speaker_turns"]
+    assert turns and all(t["start"] < t["end"] <= meeting["duration"] for t in turns)
+    assert {t["speaker"] for t in turns} >= {run["speaker"] for run in meeting["speakers"]}
+
+
+def test_num_speakers_is_passed_through(diarizing):
+    result = diarizing({"inputs": MEETING.read_bytes(), "parameters": {"num_speakers": 2, "return_timestamps": "none"}})
+    assert len({run["speaker"] for run in result["speakers"]}) == 2 and result["chunks"] == []
+
+
+def test_diarization_can_be_skipped_per_request(diarizing):
+    result = diarizing({"inputs": read_clip("asterisk_vm-next.flac"), "parameters": {"diarize": False}})
+    assert result["speakers"] == [] and result["text"]
+
+
+def test_silence_gives_no_speakers_and_no_error(diarizing):
+    import numpy as np
+
+    result = diarizing({"inputs": {"array": np.zeros(16000 * 3, dtype=np.float32), "sampling_rate": 16000}})
+    # No turns: whatever Whisper made of the silence still comes back, under one label, nothing lost.
+    assert " ".join(run["text"] for run in result["speakers"]).split() == result["text"].split()
+    assert len({run["speaker"] for run in result["speakers"]}) <= 1
