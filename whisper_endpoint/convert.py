@@ -277,7 +277,13 @@ def convert_ctranslate2_to_transformers(
     return out_dir
 
 
+# Bump whenever the conversion's output changes: a cached copy from an older version is then not
+# reused (one made before the task was carried made the raw pipeline loop on multilingual models).
+CONVERSION_VERSION = 2
+
+
 def converted_model_dir(ct2_dir: Path, cache_dir: Path) -> Path:
-    """``cache_dir/transformers/<ct2_dir.name>``: the transformers twin, converted on first use."""
+    """``cache_dir/transformers/<ct2_dir.name>-v<N>``: the transformers twin, converted on first use."""
     ct2_dir = Path(ct2_dir)
-    return convert_ctranslate2_to_transformers(ct2_dir, Path(cache_dir) / "transformers" / ct2_dir.name)
+    out_dir = Path(cache_dir) / "transformers" / f"{ct2_dir.name}-v{CONVERSION_VERSION}"
+    return convert_ctranslate2_to_transformers(ct2_dir, out_dir)

@@ -145,7 +145,13 @@ def main(argv: list[str]) -> int:
     cache_dir = ModelSettings().model_cache_dir
     wanted = [lookup(PREFIX + name) for name in argv] if argv else installed_models()
     for model in wanted:
-        print(f"embedded:{model.name} -> {assemble(model, cache_dir)}")
+        ct2_dir = assemble(model, cache_dir)
+        print(f"embedded:{model.name} -> {ct2_dir}")
+        try:  # the transformers backend's copy, converted once here rather than at first request
+            from whisper_endpoint.convert import converted_model_dir
+        except ImportError:  # a CTranslate2-only install without torch
+            continue
+        print(f"embedded:{model.name} (transformers) -> {converted_model_dir(ct2_dir, cache_dir)}")
     return 0
 
 
