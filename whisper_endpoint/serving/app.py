@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.responses import Response
 
-from whisper_endpoint.serving import error_handlers, openai_api, redaction, toolkit
+from whisper_endpoint.serving import auth, error_handlers, openai_api, redaction, toolkit
 from whisper_endpoint.serving.metrics import CONTENT_TYPE, ResponseCounter
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import Handler, InferenceService
@@ -38,7 +38,8 @@ def create_app(
     """
     settings = settings or ServerSettings()
     service = InferenceService(settings, handler, load)
-    redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler)], _EXCEPTION_LOGGERS)
+    api_keys = [key.get_secret_value() for key in settings.api_keys]
+    redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys], _EXCEPTION_LOGGERS)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -58,9 +59,9 @@ def create_app(
     error_handlers.install(app)
     app.add_middleware(ResponseCounter, metrics=service.metrics)
 
-    # API keys (#8) will be one dependency added here, to the inference routes only: health checks
-    # and metrics stay open to the platform's probes.
-    protected: list = []
+    # API keys (API_KEYS) guard the inference routes only: health checks and metrics stay open to the
+    # platform's probes.
+    protected: list = auth.dependencies(settings.api_keys)
     app.include_router(toolkit.health_router(service))
     app.include_router(toolkit.inference_router(service), dependencies=protected)
     app.include_router(openai_api.router(service), dependencies=protected)

@@ -7,10 +7,10 @@ server admits and limits requests.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Annotated, Optional
 
-from pydantic import AliasChoices, Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 MB = 1024 * 1024
 
@@ -26,7 +26,8 @@ def _default_model_dir() -> str:
 class ServerSettings(BaseSettings):
     """How the HTTP server admits, limits and runs requests."""
 
-    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore")
+    # hide_input_in_errors: a rejected API_KEYS value must not be printed in the start-up error.
+    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore", hide_input_in_errors=True)
 
     host: str = Field("0.0.0.0", description="Interface to bind.")
     # SageMaker always calls port 8080 (it may ask for another one with SAGEMAKER_BIND_TO_PORT).
@@ -60,6 +61,26 @@ class ServerSettings(BaseSettings):
         60.0, ge=0, description="On SIGTERM, how long in-flight and queued requests may still run."
     )
     log_level: str = "info"
+    # Secrets: never printed (SecretStr); comma-separated in the environment (API_KEYS=key1,key2).
+    api_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Bearer keys accepted on the inference routes; empty: no authentication.",
+    )
+
+    @field_validator("api_keys", mode="before")
+    @classmethod
+    def _split_keys(cls, value):
+        if isinstance(value, str):
+            return [key.strip() for key in value.split(",") if key.strip()]
+        return value
+
+    @field_validator("api_keys")
+    @classmethod
+    def _long_keys(cls, keys: list[SecretStr]):
+        # Short keys can be guessed, and the log filter only masks values of 8+ characters.
+        if any(len(key.get_secret_value()) < 16 for key in keys):
+            raise ValueError("every API key must be at least 16 characters long")
+        return keys
 
     @model_validator(mode="after")
     def _sagemaker_payload(self):
