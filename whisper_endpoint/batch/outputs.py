@@ -1,0 +1,77 @@
+"""Result files: where each goes, how it is written (atomically) and what marks it done or failed.
+
+For an input ``a/b.flac`` the results are ``a/b.flac.json`` (the handler's response, always; written
+last, so its existence means the file is done), optionally ``.srt``, ``.vtt``, ``.rttm``, and on
+failure ``a/b.flac.error.json``. The input's full name is kept, so ``b.flac`` and ``b.wav`` differ.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from whisper_endpoint.serving.openai_formats import cues, srt, vtt
+
+FORMATS = ("json", "srt", "vtt", "rttm")
+ERROR_SUFFIX = ".error.json"
+
+
+def result_path(out_dir: Path, relative: str, fmt: str = "json") -> Path:
+    return out_dir / f"{relative}.{fmt}"
+
+
+def error_path(out_dir: Path, relative: str) -> Path:
+    return out_dir / f"{relative}{ERROR_SUFFIX}"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write to a temporary file in the same folder, then rename: readers see all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def render(result: dict, fmt: str, file_id: str) -> str:
+    if fmt == "json":
+        return json.dumps(result, ensure_ascii=False, indent=1, default=_plain) + "\n"
+    if fmt == "srt":
+        return srt(cues(result))
+    if fmt == "vtt":
+        return vtt(cues(result))
+    if fmt == "rttm":
+        from whisper_endpoint.results import SpeakerTurn
+        from whisper_endpoint.speaker_merge import to_rttm
+
+        turns = [SpeakerTurn(t["start"], t["end"], t["speaker"]) for t in result.get("speaker_turns", [])]
+        return to_rttm(turns, file_id)
+    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+
+
+def write_results(out_dir: Path, relative: str, result: dict, formats: list[str]) -> None:
+    """The extra formats first and the JSON last: once the JSON exists, everything is there."""
+    file_id = Path(relative).name
+    for fmt in formats:
+        if fmt != "json":
+            write_atomic(result_path(out_dir, relative, fmt), render(result, fmt, file_id))
+    write_atomic(result_path(out_dir, relative), render(result, "json", file_id))
+    error_path(out_dir, relative).unlink(missing_ok=True)  # an earlier failure is now history
+
+
+def write_failure(out_dir: Path, relative: str, path: str, error: dict) -> None:
+    write_atomic(error_path(out_dir, relative), json.dumps({"file": path, **error}, ensure_ascii=False, indent=1) + "\n")
+
+
+def _plain(value):
+    if hasattr(value, "tolist"):  # numpy scalars
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
