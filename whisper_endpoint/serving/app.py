@@ -15,7 +15,8 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.responses import Response
 
-from whisper_endpoint.serving import auth, error_handlers, openai_api, redaction, toolkit
+from whisper_endpoint.jobs import JobSettings, Jobs
+from whisper_endpoint.serving import auth, error_handlers, jobs_api, openai_api, redaction, toolkit
 from whisper_endpoint.serving.metrics import CONTENT_TYPE, ResponseCounter
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import Handler, InferenceService
@@ -31,20 +32,28 @@ def create_app(
     handler: Handler | None = None,
     *,
     load: Callable[[], Handler] | None = None,
+    job_settings: JobSettings | None = None,
 ) -> FastAPI:
     """Build the app. ``handler``: an already loaded handler (tests share one); without it the app
     loads ``EndpointHandler(settings.model_dir)`` in the background at start-up (``load`` replaces
     that loader), and answers 503 on /health, /ping and the inference routes until it is ready.
+    ``job_settings``: the async jobs' (default: from JOBS_* variables; JOBS_ENABLED=false drops /jobs).
     """
     settings = settings or ServerSettings()
     service = InferenceService(settings, handler, load)
+    job_settings = job_settings or JobSettings()
+    jobs = Jobs(job_settings, service) if job_settings.enabled else None
     api_keys = [key.get_secret_value() for key in settings.api_keys]
     redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys], _EXCEPTION_LOGGERS)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         service.start_loading()
+        if jobs is not None:
+            await jobs.start()
         yield
+        if jobs is not None:
+            await jobs.stop()  # a job still decoding runs again after the restart
         # Shutdown: uvicorn has stopped accepting connections and waited (up to
         # GRACEFUL_TIMEOUT_S) for in-flight and queued requests before it gets here.
         logger.info("stopped after %d decodes", service.metrics.inferences)
@@ -65,6 +74,8 @@ def create_app(
     app.include_router(toolkit.health_router(service))
     app.include_router(toolkit.inference_router(service), dependencies=protected)
     app.include_router(openai_api.router(service), dependencies=protected)
+    if jobs is not None:
+        app.include_router(jobs_api.router(service, jobs), dependencies=protected)
 
     @app.get("/metrics", summary="Queue depth, in-flight requests and totals (Prometheus text format)")
     async def metrics() -> Response:

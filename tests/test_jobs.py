@@ -1,0 +1,264 @@
+"""Async jobs on the server: POST /jobs -> 202, GET /jobs/{id} until done, callbacks, SQLite that
+survives a restart (a real server process killed mid-job), and the server's limits and errors.
+
+The in-process tests share one uvicorn (tiny.en, the session's handler) with its own job database;
+callbacks go to a small HTTP server on loopback that records what it receives.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import requests
+from conftest import ROOT, SHARED_AUDIO, read_clip
+from serving_helpers import free_port, live_server, wait_until
+
+from whisper_endpoint.jobs import JobSettings, JobStore
+from whisper_endpoint.serving.app import create_app
+from whisper_endpoint.serving.settings import MB, ServerSettings
+
+CLIP = "asterisk_all-circuits-busy-now.flac"
+TEXT = "All circuits are busy now."
+API_KEY = "test-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="module")
+def clip() -> bytes:
+    return read_clip(CLIP)
+
+
+@pytest.fixture(scope="module")
+def job_settings(tmp_path_factory) -> JobSettings:
+    return JobSettings(db=tmp_path_factory.mktemp("jobs") / "jobs.sqlite", poll_s=0.2, max_body_bytes=MB)
+
+
+@pytest.fixture(scope="module")
+def server(tiny_handler, job_settings):
+    app = create_app(ServerSettings(body_timeout_s=1.0), handler=tiny_handler, job_settings=job_settings)
+    with live_server(app) as running:
+        yield running
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.received.put(json.loads(body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def callbacks():
+    """A webhook receiver on loopback: ``.url``, and ``.received`` (a queue of the bodies)."""
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    receiver.received = queue.Queue()
+    receiver.url = f"http://127.0.0.1:{receiver.server_address[1]}/done"
+    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
+    thread.start()
+    yield receiver
+    receiver.shutdown()
+
+
+def finished(url: str, job_id: str, timeout: float = 120) -> dict:
+    state = {}
+
+    def done() -> bool:
+        state.update(requests.get(f"{url}/jobs/{job_id}", timeout=5).json())
+        return state["status"] in ("succeeded", "failed")
+
+    wait_until(done, timeout=timeout, interval=0.1)
+    return state
+
+
+def test_a_job_gives_the_same_result_as_predict_and_calls_back(server, clip, callbacks):
+    query = {"return_timestamps": "word", "callback_url": callbacks.url}
+    response = requests.post(f"{server.url}/jobs", params=query, data=clip, headers={"Content-Type": "audio/flac"})
+    assert response.status_code == 202, response.text
+    job = response.json()
+    assert job["status"] == "queued" and response.headers["Location"] == job["url"] == f"/jobs/{job['id']}"
+    state = finished(server.url, job["id"])
+    assert state["status"] == "succeeded" and state["attempts"] == 1
+    direct = requests.post(f"{server.url}/predict?return_timestamps=word", data=clip, timeout=60).json()
+    assert state["result"] == direct and direct["text"] == TEXT
+    notified = callbacks.received.get(timeout=30)
+    assert (notified["id"], notified["status"], notified["result"]) == (job["id"], "succeeded", direct)
+    wait_until(lambda: requests.get(f"{server.url}/jobs/{job['id']}").json()["callback"]["status"] == "delivered")
+
+
+def test_a_json_payload_job(server, clip):
+    body = {"inputs": base64.b64encode(clip).decode(), "parameters": {"return_timestamps": "none"}}
+    response = requests.post(f"{server.url}/jobs", json=body)
+    assert response.status_code == 202, response.text
+    state = finished(server.url, response.json()["id"])
+    assert state["result"]["text"] == TEXT and state["result"]["chunks"] == []
+
+
+def test_undecodable_audio_fails_the_job_with_the_error_and_calls_back(server, callbacks):
+    response = requests.post(f"{server.url}/jobs", params={"callback_url": callbacks.url}, data=b"RIFF" + b"\1" * 500)
+    assert response.status_code == 202
+    state = finished(server.url, response.json()["id"])
+    assert state["status"] == "failed" and "result" not in state
+    assert (state["error"]["status"], state["error"]["code"]) == (415, "undecodable_audio")
+    notified = callbacks.received.get(timeout=30)
+    assert (notified["status"], notified["error"]) == ("failed", state["error"])
+
+
+def test_delete_forgets_a_job(server, clip):
+    job_id = requests.post(f"{server.url}/jobs", data=clip).json()["id"]
+    finished(server.url, job_id)
+    assert requests.delete(f"{server.url}/jobs/{job_id}").status_code == 204
+    gone = requests.get(f"{server.url}/jobs/{job_id}")
+    assert gone.status_code == 404 and gone.json()["code"] == "job_not_found"
+    assert requests.delete(f"{server.url}/jobs/{job_id}").status_code == 404
+
+
+@pytest.mark.parametrize(
+    "query, body, content_type, status, code",
+    [
+        ({}, b"hello", "text/plain", 415, "unsupported_media_type"),
+        ({"beam_size": "99"}, None, "audio/flac", 422, "invalid_parameter"),
+        ({"callback_url": "ftp://example.invalid/x"}, None, "audio/flac", 422, "invalid_parameter"),
+        ({"callback_url": "/relative"}, None, "audio/flac", 422, "invalid_parameter"),
+        ({}, b"", "audio/flac", 400, "empty_audio"),
+        ({}, b"{not json", "application/json", 400, "invalid_body"),
+        ({}, b'{"parameters": {}}', "application/json", 400, "missing_inputs"),
+        ({}, b'{"inputs": "x", "parameters": {"task": "dance"}}', "application/json", 422, "invalid_parameter"),
+        ({}, b"\0" * (MB + 1), "audio/flac", 413, "body_too_large"),
+    ],
+)
+def test_bad_submissions_are_refused_before_a_job_exists(server, clip, job_settings, query, body, content_type, status, code):
+    store = JobStore(job_settings.db)
+    before = store.count("queued") + store.count("running") + store.count("succeeded") + store.count("failed")
+    response = requests.post(f"{server.url}/jobs", params=query, data=clip if body is None else body,
+                             headers={"Content-Type": content_type})
+    assert (response.status_code, response.json()["code"]) == (status, code), response.text
+    after = store.count("queued") + store.count("running") + store.count("succeeded") + store.count("failed")
+    store.close()
+    assert after == before
+    assert not list(job_settings.uploads.glob("*.upload"))  # nothing left on disk either
+
+
+def test_unknown_job_is_404(server):
+    response = requests.get(f"{server.url}/jobs/nope")
+    assert response.status_code == 404 and "JOBS_TTL_S" in response.json()["error"]
+
+
+def test_jobs_wait_for_the_model_and_the_queue_has_a_limit(tiny_handler, clip, tmp_path):
+    loaded = threading.Event()
+
+    def slow_load():
+        loaded.wait(60)
+        return tiny_handler
+
+    settings = JobSettings(db=tmp_path / "jobs.sqlite", poll_s=0.1, max_queued=1)
+    with live_server(create_app(ServerSettings(), load=slow_load, job_settings=settings)) as running:
+        first = requests.post(f"{running.url}/jobs", data=clip)
+        assert first.status_code == 202  # accepted while the model loads
+        full = requests.post(f"{running.url}/jobs", data=clip)
+        assert (full.status_code, full.json()["code"]) == (429, "queue_full") and full.headers["Retry-After"]
+        time.sleep(0.3)
+        assert requests.get(f"{running.url}/jobs/{first.json()['id']}").json()["status"] == "queued"
+        loaded.set()
+        assert finished(running.url, first.json()["id"])["result"]["text"] == TEXT
+
+
+def test_api_keys_guard_the_job_routes(tiny_handler, clip, tmp_path):
+    settings = ServerSettings(api_keys=API_KEY)
+    with live_server(create_app(settings, handler=tiny_handler, job_settings=JobSettings(db=tmp_path / "j.sqlite"))) as running:
+        assert requests.post(f"{running.url}/jobs", data=clip).status_code == 401
+        assert requests.get(f"{running.url}/jobs/x").status_code == 401
+        accepted = requests.post(f"{running.url}/jobs", data=clip, headers={"Authorization": f"Bearer {API_KEY}"})
+        assert accepted.status_code == 202
+
+
+def test_jobs_can_be_switched_off(tiny_handler, tmp_path):
+    settings = JobSettings(enabled=False, db=tmp_path / "off.sqlite")
+    with live_server(create_app(ServerSettings(), handler=tiny_handler, job_settings=settings)) as running:
+        assert requests.post(f"{running.url}/jobs", data=b"x").status_code == 404
+    assert not settings.db.exists()
+
+
+def test_store_expires_finished_jobs_and_gives_up_on_jobs_interrupted_too_often(tmp_path):
+    store = JobStore(tmp_path / "s.sqlite")
+    for name in ("done", "crashy", "waiting"):
+        store.add(name, "audio/flac", {}, f"/x/{name}", None)
+    assert store.claim_next().id == "done"
+    store.succeed("done", {"text": "x"})
+    finished_at = store.get("done").finished_at
+    assert store.expire(ttl_s=60, now=finished_at + 30) == []
+    assert [job.id for job in store.expire(ttl_s=60, now=finished_at + 61)] == ["done"]
+    assert store.get("done") is None
+    assert store.claim_next().id == "crashy"  # claimed, then the process dies
+    assert store.recover(max_attempts=2) == (1, [])
+    assert store.claim_next().id == "crashy"  # and dies again
+    requeued, failed = store.recover(max_attempts=2)
+    assert requeued == 0 and [job.id for job in failed] == ["crashy"]
+    assert store.get("crashy").error["code"] == "interrupted"
+    assert store.get("waiting").status == "queued"  # never touched by recovery
+
+
+# --- a real server process, killed mid-job --------------------------------------------------------
+
+
+def _start_server(port: int, db, log):
+    cache = os.environ.get("TEST_MODEL_CACHE", os.path.expanduser("~/.cache/whisper-endpoint"))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "MODEL_CACHE_DIR": cache, "ASR_MODEL": "embedded:tiny.en",
+           "PORT": str(port), "HOST": "127.0.0.1", "JOBS_DB": str(db), "JOBS_POLL_S": "0.2", "OMP_NUM_THREADS": "1"}
+    return subprocess.Popen([sys.executable, "-m", "whisper_endpoint.serving"], cwd=ROOT, env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+
+
+def _status(url: str) -> int | None:
+    try:
+        return requests.get(url, timeout=2).status_code
+    except requests.ConnectionError:
+        return None
+
+
+def test_jobs_survive_a_killed_server(tmp_path, clip):
+    """SIGKILL while a job decodes and another waits; a new process on the same SQLite file finishes both."""
+    db, port = tmp_path / "jobs.sqlite", free_port()
+    url = f"http://127.0.0.1:{port}"
+    long_audio = (SHARED_AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()  # 36 s: seconds to decode
+    log = (tmp_path / "server.log").open("w")
+    first = _start_server(port, db, log)
+    try:
+        wait_until(lambda: _status(f"{url}/health") == 200, timeout=120, interval=0.2)
+        running = requests.post(f"{url}/jobs", data=long_audio, params={"return_timestamps": "none"}).json()["id"]
+        waiting = requests.post(f"{url}/jobs", data=clip).json()["id"]
+        wait_until(lambda: requests.get(f"{url}/jobs/{running}").json()["status"] == "running", interval=0.01)
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    store = JobStore(db)
+    assert (store.get(running).status, store.get(waiting).status) == ("running", "queued")  # as the kill left them
+    store.close()
+    second = _start_server(port, db, log)
+    try:
+        wait_until(lambda: _status(f"{url}/health") == 200, timeout=120, interval=0.2)
+        resumed = finished(url, running)
+        assert resumed["status"] == "succeeded" and resumed["attempts"] == 2  # ran again from the start
+        assert "quarterly numbers" in resumed["result"]["text"].lower()
+        assert finished(url, waiting)["result"]["text"] == TEXT
+    finally:
+        second.send_signal(signal.SIGTERM)
+        try:
+            second.wait(60)
+        except subprocess.TimeoutExpired:
+            second.kill()
+        log.close()

@@ -1,0 +1,130 @@
+"""Async jobs over HTTP: ``POST /jobs`` (202 + id), ``GET /jobs/{id}`` (status, then the result),
+``DELETE /jobs/{id}``.
+
+The body is what ``POST /predict`` takes (the audio file, or the JSON payload), parameters in the
+query string; ``callback_url`` (query) or ``X-Callback-Url`` (header) asks for a POST of the outcome
+when the job ends. The upload streams to disk under ``JOBS_MAX_BODY_BYTES`` and the body timeout,
+and is checked (content type, JSON, parameters) before the 202, so a job fails later only for what
+decoding finds. The server's error mapping and the API-key dependency apply as on every route.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import anyio
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError, MissingInputError
+from whisper_endpoint.jobs.store import QUEUED
+from whisper_endpoint.jobs.worker import Jobs
+from whisper_endpoint.request import parse_parameters
+from whisper_endpoint.serving.errors import NotFoundError, NotReadyError, QueueFullError, with_param
+from whisper_endpoint.serving.limits import limited_stream
+from whisper_endpoint.serving.payloads import is_json, media_type, text_parameters, toolkit_payload
+from whisper_endpoint.serving.responses import JSONResult
+from whisper_endpoint.serving.service import InferenceService
+
+
+def router(service: InferenceService, jobs: Jobs) -> APIRouter:
+    router = APIRouter()
+
+    @router.post("/jobs", status_code=202, summary="Submit audio for later: 202 with the job's id and URL")
+    async def submit(request: Request) -> JSONResult:
+        _check_available(service, jobs)
+        if jobs.store.count(QUEUED) >= jobs.settings.max_queued:
+            raise QueueFullError(
+                f"too many jobs waiting ({jobs.settings.max_queued}, JOBS_MAX_QUEUED); retry later", retry_after=60
+            )
+        pairs = [(k, v) for k, v in request.query_params.items() if k != "callback_url"]
+        callback = _callback_url(request.query_params.get("callback_url") or request.headers.get("x-callback-url"))
+        kind = media_type(request.headers)
+        parameters = text_parameters(pairs)
+        if not is_json(kind):
+            toolkit_payload(b"", kind, parameters)  # 415 for a content type no route takes
+        job_id, path = jobs.new_upload()
+        try:
+            await _receive(request, path, jobs.settings.max_body_bytes, service.settings.body_timeout_s)
+            parameters = await anyio.to_thread.run_sync(_checked_parameters, path, kind, parameters)
+            job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback)
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
+        jobs.submitted()
+        url = f"/jobs/{job.id}"
+        return JSONResult({**job.public(), "url": url}, status_code=202, headers={"Location": url})
+
+    @router.get("/jobs/{job_id}", summary="The job's status; its result once it succeeded, its error if it failed")
+    async def status(job_id: str) -> JSONResult:
+        _check_available(service, jobs)
+        return JSONResult(_job(jobs, job_id).public())
+
+    @router.delete("/jobs/{job_id}", status_code=204, summary="Forget a job and its result")
+    async def delete(job_id: str) -> Response:
+        _check_available(service, jobs)
+        job = await anyio.to_thread.run_sync(jobs.store.delete, job_id)
+        if job is None:
+            raise _not_found(job_id)
+        Path(job.input_path).unlink(missing_ok=True)
+        return Response(status_code=204)
+
+    return router
+
+
+def _check_available(service: InferenceService, jobs: Jobs) -> None:
+    """Jobs are accepted while the model loads (they wait for it); not when it failed to load."""
+    if jobs.unavailable is not None or jobs.store is None:
+        raise NotReadyError(jobs.unavailable or "the job store is starting; retry shortly", code="jobs_unavailable",
+                            retry_after=5)
+    if service.load_error is not None:
+        service.check_ready()
+
+
+def _job(jobs: Jobs, job_id: str):
+    job = jobs.store.get(job_id)
+    if job is None:
+        raise _not_found(job_id)
+    return job
+
+
+def _not_found(job_id: str) -> NotFoundError:
+    return NotFoundError(f"no job {job_id!r}: it never existed, was deleted or has expired (JOBS_TTL_S)",
+                         code="job_not_found")
+
+
+def _callback_url(url: str | None) -> str | None:
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise with_param(InvalidParameterError(
+            f"callback_url must be an absolute http:// or https:// URL, got {url[:200]!r}"), "callback_url")
+    return url
+
+
+async def _receive(request: Request, path: Path, limit: int, timeout_s: float) -> None:
+    """Stream the body into ``path`` (a partial file never becomes a job: the caller removes it)."""
+    size = 0
+    with open(path, "wb") as file:
+        async for chunk in limited_stream(request, limit, timeout_s):
+            file.write(chunk)
+            size += len(chunk)
+        file.flush()
+        os.fsync(file.fileno())  # the 202 promises the upload survives a crash
+    if size == 0:
+        raise EmptyAudioError("the request body is empty: send the audio file or a JSON payload")
+
+
+def _checked_parameters(path: Path, kind: str, parameters: dict) -> dict:
+    """The query's parameters, checked now with the body's (422/400 before the 202, not a failed job)."""
+    if is_json(kind):
+        data = toolkit_payload(path.read_bytes(), kind, parameters)
+        if not isinstance(data, dict) or data.get("inputs") is None:
+            raise MissingInputError("the JSON body has no 'inputs' (base64 audio)")
+        parse_parameters(data.get("parameters"))
+    else:
+        parse_parameters(parameters)
+    return parameters
