@@ -23,6 +23,7 @@ from whisper_endpoint.errors import (
 
 TARGET_RATE = 16000
 _ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
+MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resampling overshoot
 
 
 @dataclass(frozen=True)
@@ -37,9 +38,25 @@ class Audio:
 
 
 def decode_file(data: bytes, *, max_seconds: float) -> Audio:
-    """Decode an audio file held in memory."""
+    """Decode an audio file held in memory.
+
+    Two passes: the first only counts decoded seconds, keeping nothing, so a small file that expands
+    past the limit is refused before any of its audio is stored (it costs under half of a full
+    decode); the second decodes and resamples.
+    """
     if not data:
         raise EmptyAudioError("the audio input is empty (0 bytes)")
+    with _open(data) as container:
+        _check_duration(container, container.streams.audio[0], max_seconds)
+    with _open(data) as container:
+        stream = container.streams.audio[0]
+        rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
+        frames = _decoded_frames(container, stream)
+        samples = _resample(frames, max_seconds=max_seconds)
+    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1))
+
+
+def _open(data: bytes):
     try:
         container = av.open(io.BytesIO(data), mode="r", metadata_errors="ignore")
     except (av.FFmpegError, UnicodeDecodeError, ValueError) as exc:
@@ -47,14 +64,20 @@ def decode_file(data: bytes, *, max_seconds: float) -> Audio:
             f"the input is not a decodable audio file ({len(data)} bytes; "
             "expected wav, flac, mp3, ogg/opus, m4a, webm or another FFmpeg format)"
         ) from exc
-    with container:
-        if not container.streams.audio:
-            raise UndecodableAudioError("the file contains no audio stream")
-        stream = container.streams.audio[0]
-        rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
-        frames = _decoded_frames(container, stream)
-        samples = _resample(frames, max_seconds=max_seconds)
-    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1))
+    if not container.streams.audio:
+        container.close()
+        raise UndecodableAudioError("the file contains no audio stream")
+    return container
+
+
+def _check_duration(container, stream, max_seconds: float) -> None:
+    """Count the decoded seconds, stopping (413) as soon as they pass ``max_seconds``."""
+    default_rate = stream.codec_context.sample_rate or TARGET_RATE
+    seconds = 0.0
+    for frame in _decoded_frames(container, stream):
+        seconds += frame.samples / (frame.sample_rate or default_rate)
+        if seconds > max_seconds:
+            raise _too_long(max_seconds)
 
 
 def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
@@ -73,6 +96,14 @@ def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
         )
     if not np.isfinite(array).all():
         raise InvalidInputError("inputs.array contains NaN or infinite values")
+    peak = float(np.abs(array).max()) if len(array) else 0.0
+    if peak > MAX_ARRAY_PEAK:
+        # Far outside -1..1 Whisper transcribes garbage (int16-scaled samples) or overflows its
+        # features and decodes for many times the audio's length (1e19).
+        raise InvalidInputError(
+            f"inputs.array samples must be floats in -1..1 (peaks up to {MAX_ARRAY_PEAK:g} are "
+            f"accepted); this one peaks at {peak:.6g}: divide int16 samples by 32768"
+        )
     if len(array) / sampling_rate > max_seconds:
         raise _too_long(max_seconds)
     if sampling_rate != TARGET_RATE and len(array):

@@ -94,6 +94,7 @@ def _array_audio(inputs: Mapping, config, warnings, max_seconds) -> Audio:
 
 
 _URLSAFE = str.maketrans("-_", "+/")
+_ECHO_CHARS = 100  # longest piece of a client's value quoted back in an error message
 
 
 def _b64decode(text: str) -> bytes:
@@ -115,6 +116,9 @@ def _describe(exc: ValidationError) -> str:
         message = error["msg"].removeprefix("Value error, ")
         if error["loc"]:
             where = ".".join(str(part) for part in error["loc"])
-            message = f"parameters.{where}: {message} (got {error.get('input')!r})"
+            got = repr(error.get("input"))
+            # Name the bad value, but never echo a huge one back (a 1 MB 'language' stays 1 MB otherwise).
+            short = got if len(got) <= _ECHO_CHARS else f"{got[:_ECHO_CHARS]}... ({len(got)} characters)"
+            message = f"parameters.{where}: {message.replace(got, short)} (got {short})"
         parts.append(message)
     return "invalid parameters: " + "; ".join(parts)
