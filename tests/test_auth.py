@@ -13,6 +13,7 @@ from conftest import read_clip
 from pydantic import ValidationError
 from serving_helpers import live_server
 
+from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
@@ -21,7 +22,8 @@ CLIP = "asterisk_all-circuits-busy-now.flac"
 TEXT = "All circuits are busy now."
 KEY, OTHER_KEY = "sk-test-3f9a1c7e5b2d4e6f8a0b", "sk-second-key-1234567890"
 PROTECTED = [("post", "/"), ("post", "/predict"), ("post", "/invocations"),
-             ("post", "/v1/audio/transcriptions"), ("post", "/v1/audio/translations"), ("get", "/v1/models")]
+             ("post", "/v1/audio/transcriptions"), ("post", "/v1/audio/translations"), ("get", "/v1/models"),
+             ("post", "/jobs"), ("get", "/jobs/some-job"), ("delete", "/jobs/some-job")]
 
 
 @pytest.fixture(scope="module")
@@ -30,8 +32,13 @@ def clip() -> bytes:
 
 
 @pytest.fixture(scope="module")
-def server(tiny_handler):
-    app = create_app(ServerSettings(api_keys=f"{KEY},{OTHER_KEY}"), handler=tiny_handler)
+def jobs(tmp_path_factory) -> JobSettings:
+    return JobSettings(db=tmp_path_factory.mktemp("jobs") / "jobs.sqlite")
+
+
+@pytest.fixture(scope="module")
+def server(tiny_handler, jobs):
+    app = create_app(ServerSettings(api_keys=f"{KEY},{OTHER_KEY}"), handler=tiny_handler, job_settings=jobs)
     with live_server(app) as running:
         yield running
 
@@ -92,8 +99,8 @@ def test_inference_client_with_a_token(server, clip, monkeypatch):
     assert getattr(info.value, "response", None) is not None and info.value.response.status_code == 401
 
 
-def test_no_keys_means_no_authentication(tiny_handler, clip):
-    with live_server(create_app(ServerSettings(), handler=tiny_handler)) as server:
+def test_no_keys_means_no_authentication(tiny_handler, clip, jobs):
+    with live_server(create_app(ServerSettings(), handler=tiny_handler, job_settings=jobs)) as server:
         response = requests.post(f"{server.url}/?return_timestamps=none", data=clip, timeout=60)
     assert response.status_code == 200 and response.json()["text"] == TEXT
 
