@@ -98,3 +98,20 @@ def test_ray_batch_mode_writes_what_the_single_process_mode_writes(ray_cluster, 
         assert (tmp_path / "ray" / relative).read_bytes() == (tmp_path / "local" / relative).read_bytes(), relative
     rerun = run_batch(items, tmp_path / "ray", formats=formats, progress=False, fan_out=fan_out)
     assert (rerun.done, rerun.failed, rerun.skipped) == (0, 0, 4)
+
+
+def test_scale_settings_become_ray_serve_options(monkeypatch):
+    from whisper_endpoint.scale.serve_app import ScaleSettings
+
+    monkeypatch.setenv("ASR_MODEL", "embedded:tiny.en")
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_value_never_forwarded")
+    monkeypatch.setenv("SCALE_GPUS_PER_REPLICA", "0.5")
+    fixed = ScaleSettings(num_replicas=3).deployment_options()
+    assert fixed["num_replicas"] == 3 and "autoscaling_config" not in fixed
+    assert (fixed["ray_actor_options"]["num_cpus"], fixed["ray_actor_options"]["num_gpus"]) == (1.0, 0.5)
+    env = fixed["ray_actor_options"]["runtime_env"]["env_vars"]
+    assert env["ASR_MODEL"] == "embedded:tiny.en" and "HF_TOKEN" not in env
+    scaling = ScaleSettings(min_replicas=0, max_replicas=4).deployment_options()
+    assert scaling["autoscaling_config"]["min_replicas"] == 0 and "num_replicas" not in scaling
+    with pytest.raises(ValueError, match="SCALE_MAX_REPLICAS"):
+        ScaleSettings(min_replicas=1)
