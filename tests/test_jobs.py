@@ -139,7 +139,9 @@ def test_delete_forgets_a_job(server, clip):
         ({}, b"\0" * (MB + 1), "audio/flac", 413, "body_too_large"),
     ],
 )
-def test_bad_submissions_are_refused_before_a_job_exists(server, clip, job_settings, query, body, content_type, status, code):
+def test_bad_submissions_are_refused_before_a_job_exists(
+    server, clip, job_settings, query, body, content_type, status, code
+):
     store = JobStore(job_settings.db)
     before = store.count("queued") + store.count("running") + store.count("succeeded") + store.count("failed")
     response = requests.post(f"{server.url}/jobs", params=query, data=clip if body is None else body,
@@ -177,7 +179,8 @@ def test_jobs_wait_for_the_model_and_the_queue_has_a_limit(tiny_handler, clip, t
 
 def test_api_keys_guard_the_job_routes(tiny_handler, clip, tmp_path):
     settings = ServerSettings(api_keys=API_KEY)
-    with live_server(create_app(settings, handler=tiny_handler, job_settings=JobSettings(db=tmp_path / "j.sqlite"))) as running:
+    app = create_app(settings, handler=tiny_handler, job_settings=JobSettings(db=tmp_path / "j.sqlite"))
+    with live_server(app) as running:
         assert requests.post(f"{running.url}/jobs", data=clip).status_code == 401
         assert requests.get(f"{running.url}/jobs/x").status_code == 401
         accepted = requests.post(f"{running.url}/jobs", data=clip, headers={"Authorization": f"Bearer {API_KEY}"})

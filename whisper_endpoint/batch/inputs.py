@@ -61,7 +61,8 @@ def _expand(source: str) -> list[tuple[Path, Path]]:
     if path.is_dir():
         files = [p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in MEDIA_SUFFIXES]
         if not files:
-            raise InputError(f"the folder {source!r} holds no audio or video files ({' '.join(sorted(MEDIA_SUFFIXES))})")
+            kinds = " ".join(sorted(MEDIA_SUFFIXES))
+            raise InputError(f"the folder {source!r} holds no audio or video files ({kinds})")
         return [(p, path) for p in files]
     if path.is_file():
         return [(path, path.parent)]

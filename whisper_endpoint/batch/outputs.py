@@ -68,7 +68,8 @@ def write_results(out_dir: Path, relative: str, result: dict, formats: list[str]
 
 
 def write_failure(out_dir: Path, relative: str, path: str, error: dict) -> None:
-    write_atomic(error_path(out_dir, relative), json.dumps({"file": path, **error}, ensure_ascii=False, indent=1) + "\n")
+    record = json.dumps({"file": path, **error}, ensure_ascii=False, indent=1) + "\n"
+    write_atomic(error_path(out_dir, relative), record)
 
 
 def _plain(value):

@@ -29,7 +29,7 @@ class _Transcriber:
     def __call__(self, batch: dict) -> dict:
         rows = [
             transcribe_file(self.handler, Item(path, relative), self.out_dir, self.formats, self.parameters).as_row()
-            for path, relative in zip(batch["path"], batch["relative"])
+            for path, relative in zip(batch["path"], batch["relative"], strict=True)
         ]
         return {name: [row[name] for row in rows] for name in rows[0]} if rows else {}
 
@@ -59,7 +59,9 @@ class RayFanOut:
         dataset = ray.data.from_items([item.as_row() for item in todo], override_num_blocks=len(todo))
         results = dataset.map_batches(
             _Transcriber,
-            fn_constructor_kwargs={"out_dir": str(Path(out_dir).resolve()), "formats": formats, "parameters": parameters},
+            fn_constructor_kwargs={
+                "out_dir": str(Path(out_dir).resolve()), "formats": formats, "parameters": parameters,
+            },
             batch_size=1,  # one file per call: a long file never holds others back
             compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(todo))),
             num_cpus=self.cpus,

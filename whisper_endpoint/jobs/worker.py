@@ -49,10 +49,13 @@ class Jobs:
             return
         requeued, failed = self.store.recover(self.settings.max_attempts)
         if requeued or failed:
-            logger.info("jobs after restart: %d queued again, %d failed (interrupted too often)", requeued, len(failed))
+            logger.info("jobs after restart: %d queued again, %d failed (interrupted too often)",
+                        requeued, len(failed))
         for job in failed:
             self._finished(job.id)
-        self._tasks = [asyncio.create_task(self._run(), name=f"job-worker-{n}") for n in range(self.settings.concurrency)]
+        self._tasks = [
+            asyncio.create_task(self._run(), name=f"job-worker-{n}") for n in range(self.settings.concurrency)
+        ]
 
     async def stop(self) -> None:
         """Stop taking jobs; a job being decoded stays ``running`` and runs again after the restart."""

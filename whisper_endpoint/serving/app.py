@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from starlette.responses import Response
 
-from whisper_endpoint.jobs import JobSettings, Jobs
+from whisper_endpoint.jobs import Jobs, JobSettings
 from whisper_endpoint.serving import auth, error_handlers, jobs_api, openai_api, redaction, toolkit
 from whisper_endpoint.serving.metrics import CONTENT_TYPE, ResponseCounter
 from whisper_endpoint.serving.responses import JSONResult
