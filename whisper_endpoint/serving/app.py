@@ -3,7 +3,8 @@ clients, around the same ``EndpointHandler``.
 
 Routes: ``POST /`` and ``/predict`` (toolkit payloads), ``GET /health``, ``GET /metrics``,
 ``GET /ping`` and ``POST /invocations`` (SageMaker), ``POST /v1/audio/transcriptions``,
-``/v1/audio/translations`` and ``GET /v1/models`` (OpenAI). docs/serving.md has the details.
+``/v1/audio/translations`` and ``GET /v1/models`` (OpenAI), ``POST /jobs``, ``GET``/``DELETE /jobs/{id}``
+(async jobs, docs/batch_and_jobs.md). docs/serving.md has the details.
 """
 
 from __future__ import annotations
