@@ -12,6 +12,18 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
+# Tests may only reach loopback: live servers, the SageMaker worker, the Ray cluster (pytest-socket
+# guards socket.connect in this process; test_privacy.py proves the guard is on).
+LOOPBACK_HOSTS = "127.0.0.1,::1,localhost"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    if hasattr(config.option, "allow_hosts") and not config.option.allow_hosts:
+        config.option.allow_hosts = LOOPBACK_HOSTS
+        config.option.allow_unix_socket = True  # local IPC (multiprocessing, Ray's workers)
+
+
 SHARED_AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
 CLIPS = SHARED_AUDIO / "clips"
 
