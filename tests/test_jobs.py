@@ -98,6 +98,18 @@ def test_a_job_gives_the_same_result_as_predict_and_calls_back(server, clip, cal
     wait_until(lambda: requests.get(f"{server.url}/jobs/{job['id']}").json()["callback"]["status"] == "delivered")
 
 
+def test_a_callback_token_is_never_echoed(server, clip, callbacks):
+    secret = "tok_0123456789abcdef"
+    url = f"http://hook:{secret}@127.0.0.1:{callbacks.server_address[1]}/done?token={secret}"
+    response = requests.post(f"{server.url}/jobs", params={"callback_url": url}, data=clip)
+    assert response.status_code == 202 and secret not in response.text
+    state = finished(server.url, response.json()["id"])
+    notified = callbacks.received.get(timeout=30)
+    assert notified["id"] == state["id"]
+    assert state["callback"]["url"] == f"http://127.0.0.1:{callbacks.server_address[1]}/done"
+    assert secret not in json.dumps(state) and secret not in json.dumps(notified)
+
+
 def test_a_json_payload_job(server, clip):
     body = {"inputs": base64.b64encode(clip).decode(), "parameters": {"return_timestamps": "none"}}
     response = requests.post(f"{server.url}/jobs", json=body)

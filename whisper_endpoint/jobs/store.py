@@ -14,6 +14,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
 
@@ -67,7 +68,7 @@ class Job:
             "finished_at": self.finished_at, "attempts": self.attempts, "parameters": self.parameters,
         }
         if self.callback_url is not None:
-            body["callback"] = {"url": self.callback_url, "status": self.callback_status}
+            body["callback"] = {"url": _without_secrets(self.callback_url), "status": self.callback_status}
         if self.status == SUCCEEDED:
             body["result"] = self.result
         if self.status == FAILED:
@@ -164,6 +165,16 @@ class JobStore:
                 "DELETE FROM jobs WHERE status IN (?, ?) AND finished_at < ? RETURNING *", (SUCCEEDED, FAILED, cutoff)
             ).fetchall()
         return [Job.from_row(row) for row in rows]
+
+
+def _without_secrets(url: str) -> str:
+    """The callback URL without its query and user info, which often carry a webhook's token."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"[{host}]" if ":" in host else host
+    if parts.port is not None:
+        netloc += f":{parts.port}"
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _plain(value):
