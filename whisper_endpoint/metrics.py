@@ -34,3 +34,37 @@ def cer(references: list[str], hypotheses: list[str]) -> float:
         return "".join(normalize(text).split())
 
     return jiwer.cer([squash(t) for t in references], [squash(t) for t in hypotheses])
+
+
+def cp_error_rate(reference: dict[str, str], hypothesis: dict[str, str], *, characters: bool = False) -> float:
+    """Concatenated minimum-permutation error rate (cpWER; cpCER with ``characters``).
+
+    Each side is one text per speaker (that speaker's words concatenated in time order). Speakers are
+    paired one to one so that the summed edit distance is smallest (an assignment problem, solved
+    exactly); unpaired speakers are scored against empty text. Divided by the reference's length.
+    """
+    import jiwer
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    def units(text: str) -> str:
+        text = normalize(text)
+        return " ".join("".join(text.split())) if characters else text
+
+    refs = [units(t) for t in reference.values()]
+    hyps = [units(t) for t in hypothesis.values()]
+    size = max(len(refs), len(hyps))
+    refs += [""] * (size - len(refs))
+    hyps += [""] * (size - len(hyps))
+    costs = np.array([[_edits(ref, hyp, jiwer) for hyp in hyps] for ref in refs])
+    rows, cols = linear_sum_assignment(costs)
+    total = sum(len(ref.split()) for ref in refs)
+    return float(costs[rows, cols].sum()) / max(total, 1)
+
+
+def _edits(reference: str, hypothesis: str, jiwer) -> int:
+    ref, hyp = reference.split(), hypothesis.split()
+    if not ref or not hyp:
+        return len(ref) + len(hyp)
+    out = jiwer.process_words(reference, hypothesis)
+    return out.substitutions + out.deletions + out.insertions

@@ -39,12 +39,11 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from whisper_endpoint.results import Segment, SpeakerTurn
+from whisper_endpoint.sentences import ends_sentence
 
 NO_TURNS_SPEAKER = "SPEAKER_00"
 SMOOTH_MAX_EVIDENCE = 0.5  # fraction of the word's duration
 SMOOTH_PAUSE_S = 0.5
-SENTENCE_END = (".", "?", "!", "。", "？", "！", "…", "؟", "।")
-CLOSERS = "\"'”’»)]」』）"
 
 
 class Timed(Protocol):
@@ -250,12 +249,9 @@ def _valid_turns(turns: Iterable[SpeakerTurn]) -> list[SpeakerTurn]:
     return sorted((t for t in turns if _usable(t.start, t.end)), key=lambda t: (t.start, t.end))
 
 
-def _ends_sentence(text: str) -> bool:
-    return text.rstrip().rstrip(CLOSERS).endswith(SENTENCE_END)
-
 
 def _own_sentence(left: LabeledWord, word: LabeledWord, right: LabeledWord, pause_s: float) -> bool:
-    if _ends_sentence(left.text) or _ends_sentence(word.text):
+    if ends_sentence(left.text) or ends_sentence(word.text):
         return True
     return word.start - left.end >= pause_s and right.start - word.end >= pause_s
 
