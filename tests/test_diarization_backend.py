@@ -155,6 +155,47 @@ params:
     assert 10 < sum(turn.end - turn.start for turn in result.turns) < 16  # 13.7 s in sample.rttm
 
 
+def _hub_snapshot(cache_dir, repo_id: str, files: dict[str, str]) -> None:
+    """Lay files out as huggingface_hub's cache holds a downloaded repository (what a deployer's
+    earlier download, or an image build with HF_HUB_OFFLINE unset, leaves behind)."""
+    repo = cache_dir / ("models--" + repo_id.replace("/", "--"))
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    for name, text in files.items():
+        (repo / "snapshots" / commit / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / "snapshots" / commit / name).write_text(text)
+
+
+def test_hub_id_and_local_directory_build_the_same_pipeline(tmp_path, checkpoints, sample, offline_hub):
+    segmentation, embedding = checkpoints
+    config = f"""\
+pipeline:
+  name: whisper_endpoint.diarization.offline.OfflineSpeakerDiarization
+  params:
+    segmentation: {segmentation}
+    embedding: {embedding}
+    segmentation_step: 0.5
+params:
+  clustering:
+    threshold: 0.55
+"""
+    local = tmp_path / "local"
+    local.mkdir()
+    (local / "config.yaml").write_text(config)
+    _hub_snapshot(tmp_path / "hub", "our-org/speaker-diarization-offline", {"config.yaml": config})
+
+    from_dir = load_diarizer(str(local), device="cpu")
+    from_hub = load_diarizer("our-org/speaker-diarization-offline", token=TOKEN, device="cpu",
+                             cache_dir=tmp_path / "hub")
+    assert type(from_hub.pipeline) is type(from_dir.pipeline)
+    assert from_hub.pipeline.parameters(instantiated=True) == from_dir.pipeline.parameters(instantiated=True)
+    assert from_hub.pipeline.parameters(instantiated=True)["clustering"]["threshold"] == 0.55
+    assert from_hub.pipeline.segmentation_step == from_dir.pipeline.segmentation_step == 0.5
+    excerpt = sample[16000 * 6 : 16000 * 22]
+    assert from_hub.diarize(excerpt) == from_dir.diarize(excerpt)
+
+
 @pytest.mark.parametrize("reference, message", [
     ("/nonexistent/pipeline", "does not exist"),
     ("not-a-hub-id", "does not exist"),

@@ -338,3 +338,29 @@ def test_scale_200k_words_in_one_pass():
     runs = merge_speakers([Segment(0.0, words[-1].end, "", tuple(words))], turns)
     assert sum(run["text"].count("w") for run in runs) == len(words)
     assert runs[-1]["timestamp"][1] == round(words[-1].end, 3)
+
+
+def test_20k_words_two_hours_each_word_to_its_true_speaker():
+    """A 2-hour meeting's worth of words (~20k) with a known speaker per word: turns of 1-40 words by
+    4 speakers, pauses between turns, words wholly inside their turn. Every word must come back once,
+    in order, with the speaker of the turn that holds it, and the runs must be exactly the turns."""
+    rng = random.Random(20_000)
+    words, turns, expected, t, previous = [], [], [], 0.0, None
+    while len(words) < 20_000:
+        speaker = rng.choice([s for s in ("SPEAKER_00", "SPEAKER_01", "SPEAKER_02", "SPEAKER_03") if s != previous])
+        count, start = rng.randint(1, 40), t
+        group = []
+        for i in range(count):
+            text = f" {speaker[-1]}{len(words) + len(group)}" + ("." if i == count - 1 else "")
+            group.append(Word(t, t + rng.uniform(0.1, 0.5), text))
+            t = group[-1].end + rng.uniform(0.0, 0.2)
+        turns.append(SpeakerTurn(start - 0.05, group[-1].end + 0.05, speaker))
+        words += group
+        expected.append((speaker, "".join(w.text for w in group)))
+        previous, t = speaker, t + rng.uniform(0.3, 1.5)
+    rng.shuffle(turns)
+    runs = merge_speakers([Segment(0.0, words[-1].end, "", tuple(words))], turns, with_words=True)
+    assert [(run["speaker"], run["text"]) for run in runs] == [(s, text.strip()) for s, text in expected]
+    returned = [w for run in runs for w in run["words"]]
+    assert len(returned) == len(words)
+    assert [w["text"] for w in returned] == [w.text for w in words]
