@@ -1,0 +1,166 @@
+"""Hypothesis properties (#8): the speaker merge on realistic, overlapping and empty turns (extending
+tests/test_speaker_merge.py's invariants), and request validation on arbitrary payloads: every input
+either parses or raises one of the project's documented errors, never anything else.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from config import InferenceConfig
+from whisper_endpoint.errors import ClientError, InvalidParameterError
+from whisper_endpoint.request import parse_parameters, parse_request
+from whisper_endpoint.results import Segment, SpeakerTurn, Word
+from whisper_endpoint.serving.payloads import text_parameters
+from whisper_endpoint.speaker_merge import NO_TURNS_SPEAKER, assign_speakers, merge_speakers
+
+LABELS = ["SPEAKER_00", "SPEAKER_01", "SPEAKER_02"]
+FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+# --- the speaker merge -------------------------------------------------------------------------------
+
+
+@st.composite
+def spoken_words(draw):
+    """Words as Whisper gives them: mostly contiguous, increasing times; sometimes a glitch (a word
+    starting before the previous one ends, a zero-length word, missing times)."""
+    words, t = [], draw(st.floats(0, 5))
+    for i in range(draw(st.integers(0, 30))):
+        t += draw(st.sampled_from([0.0, 0.0, 0.05, 0.6]))  # pauses
+        length = draw(st.sampled_from([0.0, 0.1, 0.3, 0.5]))
+        start, end = t, t + length
+        glitch = draw(st.sampled_from([None] * 8 + ["overlap", "missing", "nan"]))
+        if glitch == "overlap":
+            start = max(0.0, start - 0.2)
+        elif glitch == "missing":
+            start = end = None
+        elif glitch == "nan":
+            end = math.nan
+        words.append(Word(start, end, draw(st.sampled_from([f" w{i}", f" w{i}.", f"w{i}?", "", " "]))))
+        t += length
+    return words
+
+
+def turn(start, length, speaker):
+    return SpeakerTurn(start, start + length, speaker)
+
+
+turn_lengths = st.sampled_from([0.0, 0.0, 0.2, 1.0, 3.0, 20.0])  # empty turns included
+turns_st = st.lists(st.builds(turn, st.floats(0, 20), turn_lengths, st.sampled_from(LABELS)), max_size=12)
+
+
+def in_segments(words, cuts):
+    """Split the words into consecutive segments at ``cuts`` (indices), as the ASR returns them."""
+    bounds = sorted({0, len(words), *[c % (len(words) + 1) for c in cuts]})
+    return [Segment(0.0, 1.0, "".join(w.text for w in words[a:b]), tuple(words[a:b])) for a, b in zip(bounds, bounds[1:])]
+
+
+@FAST
+@given(spoken_words(), turns_st, st.lists(st.integers(0, 40), max_size=4))
+def test_merge_keeps_every_word_once_in_order_forward_in_time_with_diarization_labels(words, turns, cuts):
+    runs = merge_speakers(in_segments(words, cuts), turns, with_words=True, duration=60.0)
+    flat = [word for run in runs for word in run["words"]]
+    assert [w["text"] for w in flat] == [w.text for w in words]  # each ASR word exactly once, in order
+    times = [t for w in flat for t in w["timestamp"]]
+    assert all(math.isfinite(t) and 0.0 <= t <= 60.0 for t in times)
+    assert times == sorted(times)  # never backwards
+    allowed = {t.speaker for t in turns} or {NO_TURNS_SPEAKER}
+    assert {w["speaker"] for w in flat} <= allowed and {run["speaker"] for run in runs} <= allowed
+    assert all(run["words"] and all(w["speaker"] == run["speaker"] for w in run["words"]) for run in runs)
+
+
+@FAST
+@given(spoken_words(), st.lists(st.builds(turn, st.floats(0, 20), turn_lengths, st.just("SPEAKER_07")), min_size=1,
+                                max_size=6))
+def test_one_speaker_in_the_diarization_labels_every_word(words, turns):
+    labeled = assign_speakers(words, turns)
+    assert [w.speaker for w in labeled] == ["SPEAKER_07"] * len(words)
+
+
+@FAST
+@given(st.floats(0, 100), st.floats(0.05, 5), st.floats(0, 1), st.floats(0, 1), turns_st)
+def test_a_word_inside_a_single_turn_goes_to_it_with_full_evidence(start, length, lead, tail, others):
+    """Max overlap: a word that one turn covers and no other turn touches belongs to that turn."""
+    word = Word(start, start + length, " word")
+    cover = SpeakerTurn(start - lead, start + length + tail, "SPEAKER_09")
+    assume(not any(t.start < word.end and t.end > word.start for t in others))
+    [labeled] = assign_speakers([word], [*others, cover])
+    assert (labeled.speaker, labeled.evidence) == ("SPEAKER_09", 1.0)
+
+
+@FAST
+@given(spoken_words(), st.lists(st.builds(turn, st.just(2.0), st.just(5.0), st.sampled_from(LABELS)), min_size=2,
+                                max_size=5))
+def test_fully_overlapping_turns_never_crash_and_pick_one_of_them(words, turns):
+    labeled = assign_speakers(words, turns)
+    assert len(labeled) == len(words) and {w.speaker for w in labeled} <= {t.speaker for t in turns}
+
+
+# --- request validation ------------------------------------------------------------------------------
+
+json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
+                         st.text(max_size=30))
+json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4)
+                           | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+field_names = st.sampled_from(sorted(InferenceConfig.known_fields())) | st.text(max_size=12)
+BOUNDS = {"batch_size": (1, 256), "chunk_length_s": (1, 30), "beam_size": (1, 10), "sampling_rate": (1000, 384000)}
+
+
+@FAST
+@given(st.dictionaries(field_names, json_values, max_size=6))
+def test_any_parameters_parse_within_bounds_or_raise_a_named_422(parameters):
+    try:
+        config, warnings = parse_parameters(parameters)
+    except InvalidParameterError as exc:
+        assert exc.status == 422 and exc.message.startswith("invalid parameters") and len(exc.message) < 2000
+        return
+    for name, (low, high) in BOUNDS.items():
+        assert low <= getattr(config, name) <= high
+    for name in ("num_speakers", "min_speakers", "max_speakers"):
+        assert getattr(config, name) is None or 1 <= getattr(config, name) <= 100
+    unknown = {str(key) for key in parameters if key not in InferenceConfig.known_fields()}
+    assert warnings == [f"ignored unknown parameter {name!r}" for name in sorted(unknown)]
+
+
+@FAST
+@given(st.lists(st.tuples(field_names, st.text(max_size=20)), max_size=6))
+def test_query_string_parameters_parse_or_raise_a_named_422(pairs):
+    try:
+        parse_parameters(text_parameters(pairs))
+    except InvalidParameterError as exc:
+        assert exc.status == 422
+
+
+@FAST
+@given(st.sampled_from(list(BOUNDS)), st.integers(-(10**6), 10**6))
+def test_each_numeric_bound_holds_exactly(name, value):
+    low, high = BOUNDS[name]
+    try:
+        config, _ = parse_parameters({name: value})
+    except InvalidParameterError as exc:
+        assert not low <= value <= high and name in exc.message
+    else:
+        assert low <= value <= high and getattr(config, name) == value
+
+
+arrays = st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), max_size=300)
+inputs_st = st.one_of(
+    st.binary(max_size=600), st.text(max_size=100), json_values,
+    st.fixed_dictionaries({"array": arrays | json_values}, optional={"sampling_rate": json_scalars}),
+    st.fixed_dictionaries({"raw": st.lists(arrays, max_size=3)}),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(inputs_st, st.one_of(st.none(), st.dictionaries(field_names, json_values, max_size=3), json_values))
+def test_any_payload_parses_or_raises_a_documented_client_error(inputs, parameters):
+    try:
+        request = parse_request({"inputs": inputs, "parameters": parameters}, max_seconds=5.0)
+    except ClientError as exc:  # MissingInput, InvalidInput, InvalidParameter, Undecodable, Empty, TooLarge
+        assert 400 <= exc.status < 500 and exc.message
+        return
+    samples = request.audio.samples
+    assert len(samples) > 0 and samples.dtype.name == "float32" and request.audio.duration <= 5.0
