@@ -56,7 +56,9 @@ class RayFanOut:
 
         context = ray.data.DataContext.get_current()
         context.enable_progress_bars = False  # the batch command draws its own
-        dataset = ray.data.from_items([item.as_row() for item in todo], override_num_blocks=len(todo))
+        # Small blocks spread the files evenly over the workers; capped so a huge batch stays cheap to plan.
+        blocks = min(len(todo), 2000)
+        dataset = ray.data.from_items([item.as_row() for item in todo], override_num_blocks=blocks)
         results = dataset.map_batches(
             _Transcriber,
             fn_constructor_kwargs={
