@@ -1,0 +1,126 @@
+"""``python -m bench [--quick] [--items ...] [--out-dir DIR]``: run the benchmarks, write the results
+JSON after every item, then the plot and the markdown table.
+
+Without --out-dir a full run writes results/benchmarks.json, docs/img/benchmarks.png and the table in
+docs/benchmarks.md; --quick (tiny.en, seconds of audio) writes into a temporary directory instead.
+With --items, the other items' results already in the JSON are kept (re-run one item alone).
+--merge FILE... runs nothing: it takes the items that ran well in other results files (runs split
+across processes or machines), then redraws the plot and the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import platform
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from bench.measure import loadavg  # noqa: E402
+from bench.plan import FULL, QUICK  # noqa: E402
+
+# Run order: the issue's must-haves (overhead, load test) first, the longest items last.
+ITEMS = {
+    "overhead": "1",
+    "serving": "7",
+    "precision": "2",
+    "speculative": "3",
+    "batching": "4",
+    "scaling": "6",
+    "diarization": "5",
+}
+
+
+def run_item(name: str, plan, workdir: Path) -> dict:
+    import importlib
+
+    module = importlib.import_module(f"bench.items.{name}")
+    before, started = loadavg(), time.perf_counter()
+    try:
+        result = module.run(plan, workdir) if name == "serving" else module.run(plan)
+        status = "ok"
+    except Exception:  # one broken item must not lose the others' results
+        result, status = {"error": traceback.format_exc(limit=5)}, "failed"
+    return {"issue_item": ITEMS[name], "status": status, "wall_s": round(time.perf_counter() - started, 1),
+            "loadavg_before": before, "loadavg_after": loadavg(), **result}
+
+
+def environment(plan) -> dict:
+    import ctranslate2
+    import faster_whisper
+    import torch
+    import transformers
+
+    return {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "torch": torch.__version__, "transformers": transformers.__version__,
+            "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
+            "threads_per_backend": 1, "model": plan.model, "quick": plan.quick}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="tiny.en on seconds of audio: the smoke test")
+    parser.add_argument("--items", nargs="+", choices=list(ITEMS), default=list(ITEMS))
+    parser.add_argument("--out-dir", type=Path, help="where results, plot and table go (see above)")
+    parser.add_argument("--merge", type=Path, nargs="+", help="results files to take finished items from")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING)
+    plan = QUICK if args.quick else FULL
+    if args.out_dir:
+        json_path, png_path, doc_path = (args.out_dir / "benchmarks.json", args.out_dir / "benchmarks.png",
+                                         args.out_dir / "benchmarks.md")
+    elif args.quick:
+        out = Path(tempfile.mkdtemp(prefix="bench-quick-"))
+        json_path, png_path, doc_path = out / "benchmarks.json", out / "benchmarks.png", out / "benchmarks.md"
+    else:
+        json_path = ROOT / "results" / "benchmarks.json"
+        png_path, doc_path = ROOT / "docs" / "img" / "benchmarks.png", ROOT / "docs" / "benchmarks.md"
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    results = json.loads(json_path.read_text()) if json_path.exists() else {}
+    results.setdefault("items", {})
+    if args.merge:
+        merge(results, args.merge)
+        json_path.write_text(json.dumps(results, indent=1) + "\n")
+        return render(results, json_path, png_path, doc_path)
+    results["environment"] = environment(plan)
+    workdir = Path(tempfile.mkdtemp(prefix="bench-work-"))
+    for name in args.items:
+        print(f"[bench] {name} (issue item {ITEMS[name]}) started, load {loadavg()}", file=sys.stderr, flush=True)
+        results["items"][name] = run_item(name, plan, workdir)
+        json_path.write_text(json.dumps(results, indent=1) + "\n")
+        entry = results["items"][name]
+        print(f"[bench] {name}: {entry['status']} in {entry['wall_s']} s", file=sys.stderr, flush=True)
+    return render(results, json_path, png_path, doc_path)
+
+
+def merge(results: dict, others: list[Path]) -> None:
+    """Take each item that ran well elsewhere unless this file already has it done well."""
+    for other in others:
+        data = json.loads(other.read_text())
+        results.setdefault("environment", data.get("environment", {}))
+        for name, entry in data.get("items", {}).items():
+            if entry.get("status") == "ok" and results["items"].get(name, {}).get("status") != "ok":
+                results["items"][name] = entry
+
+
+def render(results: dict, json_path: Path, png_path: Path, doc_path: Path) -> int:
+    from bench import plot, report
+
+    plot.draw(results, png_path)
+    report.write(results, doc_path)
+    print(f"[bench] wrote {json_path}, {png_path}, {doc_path}", file=sys.stderr)
+    print(report.table(results))
+    return 0 if all(entry["status"] == "ok" for entry in results["items"].values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""The audio every item uses, decoded once: a short clip, the long file and its excerpts/repeats."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
+RATE = 16000
+
+SPECULATIVE_CLIPS = (
+    "asterisk_vm-record-prepend.flac",
+    "asterisk_dictate_play_help.flac",
+    "asterisk_dir-usingkeypad.flac",
+    "asterisk_dictate_enter_filename.flac",
+    "asterisk_conf-adminmenu-162.flac",
+)
+
+
+def clip_path(name: str) -> Path:
+    return SHARED_AUDIO / "clips" / name
+
+
+@functools.cache
+def samples(path: Path) -> np.ndarray:
+    """16 kHz mono float32, decoded by faster-whisper's PyAV decoder (the same for every variant)."""
+    from faster_whisper import decode_audio
+
+    return decode_audio(str(path), sampling_rate=RATE)
+
+
+def clip(name: str) -> np.ndarray:
+    return samples(clip_path(name))
+
+
+def long_audio(plan, seconds: float | None = None) -> np.ndarray:
+    """The plan's long file, cut to ``seconds`` or repeated end to end to reach it (27 min = two copies)."""
+    audio = samples(SHARED_AUDIO / plan.long_source)
+    if seconds is None:
+        return audio
+    wanted = int(seconds * RATE)
+    copies = -(-wanted // len(audio))
+    return np.ascontiguousarray(np.tile(audio, copies)[:wanted])
+
+
+def seconds_of(audio: np.ndarray) -> float:
+    return round(len(audio) / RATE, 1)

@@ -1,0 +1,92 @@
+"""Item 1: the handler against raw faster-whisper and the raw transformers pipeline, same audio and
+settings (greedy, segment timestamps, language given), variants interleaved, medians."""
+
+from __future__ import annotations
+
+from bench import backends, inputs
+from bench.measure import interleaved
+
+
+def _ratio(result: dict, mine: str, theirs: str) -> float:
+    return round(result[mine]["median_s"] / result[theirs]["median_s"], 3)
+
+
+def _summarise(result: dict, raw: str) -> dict:
+    """Keep times, whether the texts match, and how much they differ (WER of the handler's text
+    against the raw backend's); drop the transcripts themselves."""
+    from whisper_endpoint.metrics import wer
+
+    texts = {name: entry.pop("result") for name, entry in result.items()}
+    return {"variants": result, "same_text": len(set(texts.values())) == 1,
+            "handler_vs_raw_wer": round(100 * wer([texts[raw]], [texts["handler"]]), 2),
+            "text_chars": {name: len(text) for name, text in texts.items()}}
+
+
+def ctranslate2(plan) -> dict:
+    language = plan.language
+    handler = backends.handler(plan.model)
+    raw = backends.raw_faster_whisper(plan.model)
+    from faster_whisper import BatchedInferencePipeline
+
+    batched = BatchedInferencePipeline(raw)
+    out = {}
+    for label, audio, repeats in (("short", inputs.clip(plan.short_clip), plan.repeats),
+                                  ("long", inputs.long_audio(plan, plan.long_s), 1)):
+        long = label == "long"
+
+        def mine(audio=audio):
+            return backends.ask(handler, audio, language=language)["text"]
+
+        def theirs(audio=audio, long=long):
+            if long:  # what a faster-whisper user runs on long audio: its batched pipeline, default batch 24 as ours
+                segments, _ = batched.transcribe(audio, language=language, batch_size=24, beam_size=1,
+                                                 without_timestamps=False)
+            else:
+                segments, _ = raw.transcribe(audio, language=language, beam_size=1)
+            return backends.fw_text(segments)
+
+        if not long and plan.warmup:  # first calls pay one-off costs
+            mine(), theirs()
+        result = interleaved({"handler": mine, "raw_faster_whisper": theirs}, repeats)
+        out[label] = {"audio_s": inputs.seconds_of(audio), "repeats": repeats, **_summarise(result, "raw_faster_whisper"),
+                      "ratio_handler_over_raw": _ratio(result, "handler", "raw_faster_whisper")}
+    return out
+
+
+def transformers(plan) -> dict:
+    language = plan.language
+    handler = backends.handler(plan.model, asr_backend="transformers")
+    raw_default = backends.raw_pipeline(plan.model)  # attention as transformers picks it (sdpa)
+    raw_eager = backends.raw_pipeline(plan.model, attention="eager")  # what the handler uses on CPU
+    kwargs = backends.pipeline_kwargs(plan.model, language)
+    out = {}
+    for label, audio, repeats in (("short", inputs.clip(plan.short_clip), plan.repeats),
+                                  ("long", inputs.long_audio(plan, plan.transformers_long_s), 1)):
+        chunked = label == "long"
+
+        def mine(audio=audio):
+            return backends.ask(handler, audio, language=language)["text"]
+
+        def pipe(raw, audio=audio, chunked=chunked):
+            def call():
+                extra = {"chunk_length_s": 30, "batch_size": 24} if chunked else {}
+                return raw(audio.copy(), return_timestamps=True, generate_kwargs=dict(kwargs), **extra)["text"].strip()
+            return call
+
+        variants = {"handler": mine, "raw_pipeline": pipe(raw_default), "raw_pipeline_eager": pipe(raw_eager)}
+        if chunked:  # one fp32 pass over long audio takes minutes here: the eager twin only on short audio
+            variants.pop("raw_pipeline_eager")
+        elif plan.warmup:
+            for call in variants.values():
+                call()
+        result = interleaved(variants, repeats)
+        entry = {"audio_s": inputs.seconds_of(audio), "repeats": repeats, **_summarise(result, "raw_pipeline"),
+                 "ratio_handler_over_raw": _ratio(result, "handler", "raw_pipeline")}
+        if "raw_pipeline_eager" in result:
+            entry["ratio_handler_over_raw_eager"] = _ratio(result, "handler", "raw_pipeline_eager")
+        out[label] = entry
+    return out
+
+
+def run(plan) -> dict:
+    return {"ctranslate2": ctranslate2(plan), "transformers": transformers(plan)}

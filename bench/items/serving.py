@@ -1,0 +1,90 @@
+"""Item 7: latency of short requests and a load test against the real server on loopback.
+
+The server runs as its own process (server.py serve, MAX_CONCURRENCY=1 as on CPU by default);
+requests come from scripts/load_test.py's client (requests + threads); the server's RSS is sampled
+every second for the whole item."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import requests
+
+from bench import inputs
+from bench.backends import THREADS
+from bench.measure import RssSampler, rss_mib
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load_test_module():
+    spec = importlib.util.spec_from_file_location("load_test", ROOT / "scripts" / "load_test.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_server(model: str, log: Path):
+    port = _free_port()
+    env = {**os.environ, "ASR_MODEL": model, "PORT": str(port), "HOST": "127.0.0.1", "CPU_THREADS": str(THREADS),
+           "MAX_CONCURRENCY": "1", "HF_HUB_OFFLINE": "1"}
+    process = subprocess.Popen([sys.executable, "server.py", "serve"], cwd=ROOT, env=env,
+                               stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}: {log.read_text()[-2000:]}")
+        try:
+            if requests.get(f"{url}/health", timeout=2).status_code == 200:
+                return process, url
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    process.terminate()
+    raise RuntimeError("server not healthy within 300 s")
+
+
+def run(plan, workdir: Path) -> dict:
+    load_test = _load_test_module()
+    clip_file = inputs.clip_path(plan.latency_clip)
+    body = clip_file.read_bytes()
+    process, url = start_server(plan.model, workdir / "server.log")
+    try:
+        with RssSampler(process.pid, interval=1.0) as memory:
+            requests.post(f"{url}/predict", data=body, headers={"Content-Type": "audio/flac"}, timeout=600)  # warm-up
+            latency = load_test.run(f"{url}/predict", body, plan.latency_requests, 1, process.pid)
+            levels = []
+            for concurrency, total in plan.load:
+                levels.append(load_test.run(f"{url}/predict", body, total, concurrency, process.pid,
+                                            checkpoint=max(1, total // 2)))
+        final_rss = rss_mib(process.pid)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+    return {
+        "model": plan.model,
+        "clip": clip_file.name,
+        "clip_s": inputs.seconds_of(inputs.clip(plan.latency_clip)),
+        "max_concurrency": 1,
+        "latency_one_at_a_time": latency,
+        "load": levels,
+        "failed_requests": sum(sum(level["errors"].values()) for level in levels + [latency]),
+        "rss_final_mib": final_rss,
+        "rss_over_time": memory.samples,
+    }

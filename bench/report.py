@@ -1,0 +1,136 @@
+"""The results as markdown tables (for docs/benchmarks.md and the README), from the JSON alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+BEGIN, END = "<!-- bench:results begin -->", "<!-- bench:results end -->"
+
+
+def _ok(results: dict, name: str) -> dict | None:
+    entry = results.get("items", {}).get(name)
+    return entry if entry and entry.get("status") == "ok" else None
+
+
+def _overhead(entry: dict) -> list[str]:
+    rows = ["| backend | audio | handler s | raw s | handler / raw | same text (WER between them) |",
+            "|---|---|---|---|---|---|"]
+    for backend, raw in (("ctranslate2", "raw_faster_whisper"), ("transformers", "raw_pipeline")):
+        for label, data in entry[backend].items():
+            variants = data["variants"]
+            ratio = f"{data['ratio_handler_over_raw']:.3f}"
+            if "ratio_handler_over_raw_eager" in data:
+                ratio += f" ({data['ratio_handler_over_raw_eager']:.3f} vs eager attention)"
+            rows.append(f"| {backend} | {label}, {data['audio_s']} s | {variants['handler']['median_s']} | "
+                        f"{variants[raw]['median_s']} | {ratio} | {'yes' if data['same_text'] else 'no'} "
+                        f"({data.get('handler_vs_raw_wer', '-')}%) |")
+    return rows
+
+
+def _relative(title: str, block: dict) -> list[str]:
+    rows = []
+    for name, data in block.items():
+        if isinstance(data, dict) and "median_s" in data:
+            rows.append(f"| {title} | {name} | {data['median_s']} | {data['relative']:.2f} |")
+    return rows
+
+
+def _precision(entry: dict) -> list[str]:
+    rows = [f"Short clip {entry['short_clip_s']} s (median of {entry['repeats']}); long: "
+            f"{entry['sequential_vs_batched']['audio_s']} s of the long file.", "",
+            "| group | variant | s | relative |", "|---|---|---|---|"]
+    rows += _relative("backend / precision", entry["precision"])
+    rows += _relative("beam size", entry["beam_size"])
+    rows += _relative("timestamps", entry["timestamps"])
+    rows += _relative("long audio", entry["sequential_vs_batched"])
+    return rows
+
+
+def _speculative(entry: dict) -> list[str]:
+    plain = sum(row["plain_s"] for row in entry["clips"])
+    assisted = sum(row["assisted_s"] for row in entry["clips"])
+    return [f"| pair | clips | plain s | assisted s | speed-up | identical text |", "|---|---|---|---|---|---|",
+            f"| {entry['pair']} | {len(entry['clips'])} | {plain:.2f} | {assisted:.2f} | "
+            f"{entry['speed_up_plain_over_assisted']:.2f}x | {entry['identical_text']} |",
+            "", f"Real small + base pair: {entry['real_small_base_pair']}."]
+
+
+def _batching(entry: dict) -> list[str]:
+    sizes = list(entry["times"])
+    return [f"{entry['audio_s']} s of the long file; {entry['windows_note']}.", "",
+            "| " + " | ".join(s.replace("_", " ") for s in sizes) + " |", "|" + "---|" * len(sizes),
+            "| " + " | ".join(f"{entry['times'][s]} s" for s in sizes) + " |"]
+
+
+def _diarization(entry: dict) -> list[str]:
+    merge = entry["merge_scaling"]["sizes"]
+    rows = ["| audio | ASR alone s | ASR + diarization + merge s | diarization share | merge alone (real words) |",
+            "|---|---|---|---|---|",
+            f"| {entry['audio_s']} s | {entry['asr_alone_s']} | {entry['asr_with_diarization_s']} | "
+            f"{100 * entry['diarization_share']:.0f}% | {entry['merge_alone_s']} s for {entry['words']} words |",
+            "", "| merge, words | " + " | ".join(merge) + " |", "|---|" + "---|" * len(merge),
+            "| s | " + " | ".join(str(v["median_s"]) for v in merge.values()) + " |",
+            "| µs per word | " + " | ".join(str(v["us_per_word"]) for v in merge.values()) + " |"]
+    return rows
+
+
+def _scaling(entry: dict) -> list[str]:
+    rows = ["| audio | time s | x real time | RSS after load MiB | peak RSS MiB |", "|---|---|---|---|---|"]
+    for row in entry["lengths"]:
+        rows.append(f"| {row['audio_s'] / 60:.1f} min | {row['time_s']} | {row['real_time_factor']:.3f} | "
+                    f"{row['rss_after_load_mib']} | {row['peak_rss_mib']} |")
+    return rows
+
+
+def _serving(entry: dict) -> list[str]:
+    rows = [f"{entry['model']}, {entry['clip']} ({entry['clip_s']} s) posted as the body of `/predict`, "
+            f"MAX_CONCURRENCY={entry['max_concurrency']}; failed requests: {entry['failed_requests']}.", "",
+            "| concurrency | requests | ok | errors | p50 s | p95 s | throughput req/s | server RSS MiB (end) |",
+            "|---|---|---|---|---|---|---|---|"]
+    for level in [entry["latency_one_at_a_time"]] + entry["load"]:
+        rss = [v for k, v in level.items() if k.startswith("rss_mib_after_")]
+        rows.append(f"| {level['concurrency']} | {level['requests']} | {level['ok']} | "
+                    f"{sum(level['errors'].values())} | {level['latency_s']['p50']} | {level['latency_s']['p95']} | "
+                    f"{level['throughput_rps']} | {rss[-1] if rss else '-'} |")
+    return rows
+
+
+SECTIONS = (
+    ("overhead", "1. Handler overhead (same audio, settings and weights; greedy, segment timestamps)", _overhead),
+    ("precision", "2. Backends, precision, batching, beam size, timestamps (CPU)", _precision),
+    ("speculative", "3. Speculative decoding", _speculative),
+    ("batching", "4. Batch size, chunked long audio (ctranslate2, int8)", _batching),
+    ("diarization", "5. Diarization share and the speaker merge", _diarization),
+    ("scaling", "6. Scaling with audio length (ctranslate2, int8, one process per length)", _scaling),
+    ("serving", "7. Short-request latency and load test (server on loopback)", _serving),
+)
+
+
+def table(results: dict) -> str:
+    env = results.get("environment", {})
+    lines = [f"Model {env.get('model')}, {env.get('cpus')} CPUs, one thread per backend, torch {env.get('torch')}, "
+             f"transformers {env.get('transformers')}, faster-whisper {env.get('faster_whisper')}."]
+    for name, title, render in SECTIONS:
+        entry = results.get("items", {}).get(name)
+        lines += ["", f"#### {title}", ""]
+        if entry is None:
+            lines.append("not run")
+        elif entry.get("status") != "ok":
+            lines.append(f"failed: `{entry.get('error', '').strip().splitlines()[-1]}`")
+        else:
+            lines += render(entry)
+            lines += ["", f"(load average before / after: {entry['loadavg_before'][0]} / {entry['loadavg_after'][0]};"
+                          f" item wall time {entry['wall_s']} s)"]
+    return "\n".join(lines)
+
+
+def write(results: dict, doc: Path) -> None:
+    """Replace the results block of the doc (or create a doc holding only that block)."""
+    block = f"{BEGIN}\n{table(results)}\n{END}"
+    text = doc.read_text() if doc.exists() else ""
+    if BEGIN in text and END in text:
+        text = text[: text.index(BEGIN)] + block + text[text.index(END) + len(END):]
+    else:
+        text = (text + "\n\n" if text else "") + block + "\n"
+    doc.parent.mkdir(parents=True, exist_ok=True)
+    doc.write_text(text)
