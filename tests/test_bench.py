@@ -1,0 +1,93 @@
+"""Smoke test of the benchmark harness: every item runs end to end on seconds of audio with tiny.en.
+
+No timing is asserted (timings belong in the benchmark results); what is checked is that each item
+ran, measured what it claims, and that the results file, the plot and the table come out of it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling", "diarization"}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    completed = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out-dir", str(out)], cwd=ROOT,
+                               env=env, capture_output=True, text=True, timeout=900)
+    return completed, out
+
+
+def test_every_item_runs_and_reports(quick_run):
+    completed, out = quick_run
+    results = json.loads((out / "benchmarks.json").read_text())
+    failed = {name: entry.get("error") for name, entry in results["items"].items() if entry["status"] != "ok"}
+    assert not failed, failed
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert set(results["items"]) == ITEMS
+    assert results["environment"]["model"] == "embedded:tiny.en"
+    for entry in results["items"].values():
+        assert len(entry["loadavg_before"]) == 3 and len(entry["loadavg_after"]) == 3
+
+
+def test_overhead_compares_handler_with_each_raw_backend(quick_run):
+    results = json.loads((quick_run[1] / "benchmarks.json").read_text())["items"]["overhead"]
+    for backend, raw in (("ctranslate2", "raw_faster_whisper"), ("transformers", "raw_pipeline")):
+        for label in ("short", "long"):
+            data = results[backend][label]
+            assert data["ratio_handler_over_raw"] > 0
+            assert data["variants"]["handler"]["median_s"] > 0 and data["variants"][raw]["median_s"] > 0
+            assert data["text_chars"]["handler"] > 0  # the handler transcribed something
+    assert results["ctranslate2"]["long"]["audio_s"] > 30  # past one window: the batched path ran
+
+
+def test_load_test_answers_every_request(quick_run):
+    serving = json.loads((quick_run[1] / "benchmarks.json").read_text())["items"]["serving"]
+    assert serving["failed_requests"] == 0
+    for level in serving["load"]:
+        assert level["ok"] == level["requests"]
+    assert serving["rss_over_time"] and all(mib > 0 for _, mib in serving["rss_over_time"])
+
+
+def test_other_items_measure_what_they_claim(quick_run):
+    items = json.loads((quick_run[1] / "benchmarks.json").read_text())["items"]
+    assert set(items["precision"]["precision"]) == {"ctranslate2_int8", "ctranslate2_float32", "transformers_float32"}
+    assert set(items["precision"]["beam_size"]) == {"beam_1", "beam_2", "beam_5"}
+    assert all(row["assisted_reported"] for row in items["speculative"]["clips"])
+    assert items["speculative"]["identical_text"] == "1/1"
+    assert set(items["batching"]["times"]) == {"batch_1", "batch_4"}
+    assert all(row["peak_rss_mib"] > row["rss_after_load_mib"] > 0 for row in items["scaling"]["lengths"])
+    diarization = items["diarization"]
+    assert diarization["words"] > 0 and diarization["turns"] > 0
+    assert diarization["asr_with_diarization_s"] > diarization["asr_alone_s"]
+    assert set(diarization["merge_scaling"]["sizes"]) == {"200", "2000"}
+
+
+def test_plot_and_table_come_from_the_results(quick_run):
+    out = quick_run[1]
+    assert (out / "benchmarks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = (out / "benchmarks.md").read_text()
+    assert "<!-- bench:results begin -->" in table and "not run" not in table and "failed:" not in table
+    overhead = json.loads((out / "benchmarks.json").read_text())["items"]["overhead"]
+    assert f"{overhead['ctranslate2']['short']['ratio_handler_over_raw']:.3f}" in table
+
+
+def test_gpu_script_runs_at_a_tiny_size_on_cpu():
+    completed = subprocess.run(
+        [sys.executable, "bench/gpu_transformers.py", "--size", "tiny", "--device", "cpu", "--batch-sizes", "1", "2",
+         "--decode-tokens", "4", "--repeats", "1"],
+        cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    result = json.loads(completed.stdout)
+    assert [row["batch_size"] for row in result["rows"]] == [1, 2]
+    assert result["measured_on"].startswith("cpu") and result["decode_tokens"] == 4
+    assert all(row["tokens_per_s"] > 0 for row in result["rows"])
