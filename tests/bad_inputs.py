@@ -38,9 +38,9 @@ class Case:
     request: Callable[[str], requests.Response] | None = None  # an HTTP-only request against a base URL
     text: object = TEXT  # expected text of a 200
     mentions: str | None = None  # the error message must name this (the limit's setting, the parameter)
-    # A known defect outside this files: what the server answers today instead (status, code).
-    # The test expects exactly that, so it fails, and is updated, once the defect is fixed.
-    gap: tuple[int, str] | None = None
+    # A known defect in a file outside this (what is wrong, where): the case's checks must fail
+    # today, so the test fails, and the case is updated, once the defect is fixed.
+    gap: str | None = None
 
 
 # --- audio builders (cached: the corpus and the fuzzer reuse them) ---------------------------------
@@ -285,7 +285,10 @@ HTTP_CASES = [
                                            headers={"Content-Type": "audio/flac"}), mentions="MAX_AUDIO_SECONDS"),
     # json.loads raises RecursionError, which payloads.py does not catch (it catches ValueError).
     Case("JSON nested 100000 levels deep", 400, "invalid_body", request=_raw_json(DEEP_JSON),
-         gap=(500, "internal_error")),
+         gap="500 internal_error: serving/payloads.py catches ValueError from json.loads, not RecursionError"),
+    Case("openai: 1 MB response_format (not echoed back)", 422, "invalid_parameter",
+         request=_upload("a.flac", lambda: b"x", response_format="x" * 1_000_000), mentions="response_format",
+         gap="the 422 quotes the whole 1 MB value: serving/openai_api.py _fields() echoes the input unshortened"),
     Case("JSON NaN literal in an array", 400, "invalid_inputs", request=_raw_json('{"inputs": {"array": [0.1, NaN]}}')),
     Case("JSON with a lone surrogate in the prompt", 422, "invalid_parameter",
          request=_raw_json('{"inputs": "AAAA", "parameters": {"initial_prompt": "\\ud800"}}')),
@@ -298,7 +301,8 @@ HTTP_CASES = [
          request=_jobs_post(b"x", callback_url="file:///etc/passwd"), mentions="callback_url"),
     Case("jobs: JSON without inputs", 400, "missing_inputs", request=_jobs_post(b'{"parameters": {}}', "application/json")),
     Case("jobs: JSON nested 100000 levels deep", 400, "invalid_body",
-         request=_jobs_post(DEEP_JSON.encode(), "application/json"), gap=(500, "internal_error")),
+         request=_jobs_post(DEEP_JSON.encode(), "application/json"),
+         gap="500 internal_error: serving/payloads.py catches ValueError from json.loads, not RecursionError"),
     Case("jobs: unknown job id", 404, "job_not_found",
          request=lambda url: requests.get(f"{url}/jobs/no-such-job", timeout=10), mentions="JOBS_TTL_S"),
     Case("jobs: delete an unknown job", 404, "job_not_found",

@@ -86,11 +86,13 @@ def send(url: str, case: Case) -> requests.Response:
 
 
 def outcome(case: Case, response: requests.Response) -> None:
+    if case.gap is not None:  # a known defect (bad_inputs.Case.gap): the checks must still fail
+        try:
+            outcome(Case(**{**case.__dict__, "gap": None}), response)
+        except AssertionError:
+            return
+        raise AssertionError(f"{case.name}: fixed ({case.gap})? Update docs/hardening.md and drop Case.gap")
     body = response.json()
-    if case.gap is not None:  # a known defect: expect exactly today's answer (see bad_inputs.Case.gap)
-        got = (response.status_code, body["code"] if isinstance(body.get("code"), str) else body["error"]["code"])
-        assert got == case.gap, f"{case.name}: {got}; the gap is fixed? document it and drop Case.gap"
-        return
     if response.status_code == 200:
         assert case.status == 200, f"{case.name}: 200 instead of {case.status}"
         check_result(case, body["text"])
@@ -109,6 +111,17 @@ def valid_request_succeeds(url: str) -> bool:
     return response.status_code == 200 and response.json()["text"] == TEXT
 
 
+def interleaved(cases: list[Case]) -> list[Case]:
+    """The valid cases spread between the bad ones: each proves the server still answers."""
+    valid = [case for case in cases if case.status == 200]
+    bad = [case for case in cases if case.status != 200]
+    step = -(-len(bad) // max(1, len(valid)))
+    out = []
+    for i, case in enumerate(valid):
+        out += [case, *bad[i * step : (i + 1) * step]]
+    return out + bad[len(valid) * step :]
+
+
 def rss_mb() -> float:
     gc.collect()
     return psutil.Process().memory_info().rss / 2**20
@@ -117,18 +130,16 @@ def rss_mb() -> float:
 def test_live_server_corpus_statuses_liveness_and_memory(server):
     from test_server import BAD_INPUTS  # the serving tests' table: proved again here, not rebuilt
 
-    for _ in range(3):  # warm up: buffers, thread pool, first decodes
+    for _ in range(2):  # warm up: buffers, thread pool, first decodes
         assert valid_request_succeeds(server.url)
     before = rss_mb()
     failures = []
-    cases = [*PAYLOAD_CASES, *HTTP_CASES]
-    for i, case in enumerate(cases):
+    cases = interleaved([*PAYLOAD_CASES, *HTTP_CASES])
+    for case in cases:
         try:
             outcome(case, send(server.url, case))
         except AssertionError as exc:
             failures.append(f"{case.name}: {exc}")
-        if i % 10 == 9:
-            assert valid_request_succeeds(server.url), f"the server stopped answering after {case.name!r}"
     for name, request, status, code in BAD_INPUTS:
         response = request(server.url, clip_bytes())
         body = response.json()
