@@ -38,20 +38,35 @@ ITEMS = {
     "scaling": "6",
     "diarization": "5",
 }
+# Extra items, run only when named: item 1's transformers half alone (that backend changes most often).
+EXTRA_ITEMS = {"overhead_transformers": "1"}
 
 
 def run_item(name: str, plan, workdir: Path) -> dict:
     import importlib
 
-    module = importlib.import_module(f"bench.items.{name}")
+    module_name, _, part = name.partition("_")
+    run = getattr(importlib.import_module(f"bench.items.{module_name}"), f"run_{part}" if part else "run")
     before, started = loadavg(), time.perf_counter()
     try:
-        result = module.run(plan, workdir) if name == "serving" else module.run(plan)
+        result = run(plan, workdir) if name == "serving" else run(plan)
         status = "ok"
     except Exception:  # one broken item must not lose the others' results
         result, status = {"error": traceback.format_exc(limit=5)}, "failed"
-    return {"issue_item": ITEMS[name], "status": status, "wall_s": round(time.perf_counter() - started, 1),
+    return {"issue_item": {**ITEMS, **EXTRA_ITEMS}[name], "status": status, "wall_s": round(time.perf_counter() - started, 1),
             "loadavg_before": before, "loadavg_after": loadavg(), **result}
+
+
+def source_state() -> dict:
+    """Which code was measured: the commit, and files changed since (others edit the same tree)."""
+    import subprocess
+
+    def git(*args):
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+        return done.stdout.strip()
+
+    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
+    return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_changes": changed}
 
 
 def environment(plan) -> dict:
@@ -63,13 +78,13 @@ def environment(plan) -> dict:
     return {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__,
             "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
-            "threads_per_backend": 1, "model": plan.model, "quick": plan.quick}
+            "threads_per_backend": 1, "model": plan.model, "quick": plan.quick, **source_state()}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="tiny.en on seconds of audio: the smoke test")
-    parser.add_argument("--items", nargs="+", choices=list(ITEMS), default=list(ITEMS))
+    parser.add_argument("--items", nargs="+", choices=[*ITEMS, *EXTRA_ITEMS], default=list(ITEMS))
     parser.add_argument("--out-dir", type=Path, help="where results, plot and table go (see above)")
     parser.add_argument("--merge", type=Path, nargs="+", help="results files to take finished items from")
     args = parser.parse_args(argv)
@@ -94,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     results["environment"] = environment(plan)
     workdir = Path(tempfile.mkdtemp(prefix="bench-work-"))
     for name in args.items:
-        print(f"[bench] {name} (issue item {ITEMS[name]}) started, load {loadavg()}", file=sys.stderr, flush=True)
+        print(f"[bench] {name} started, load {loadavg()}", file=sys.stderr, flush=True)
         results["items"][name] = run_item(name, plan, workdir)
         json_path.write_text(json.dumps(results, indent=1) + "\n")
         entry = results["items"][name]

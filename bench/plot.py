@@ -19,7 +19,7 @@ def _missing(ax, title: str) -> None:
 def _overhead(ax, entry) -> None:
     labels, ratios = [], []
     for backend in ("ctranslate2", "transformers"):
-        for label, data in entry[backend].items():
+        for label, data in entry.get(backend, {}).items():
             labels.append(f"{'CT2' if backend == 'ctranslate2' else 'HF'} {label}\n{data['audio_s']:.0f} s")
             ratios.append(data["ratio_handler_over_raw"])
     ax.bar(labels, ratios, color="#4c72b0")
@@ -127,6 +127,10 @@ def draw(results: dict, path: Path) -> None:
     flat = axes.ravel()
     for ax, (name, panel) in zip(flat, PANELS):
         entry = _ok(results, name)
+        if name == "overhead":
+            from bench.items.overhead import parts
+
+            entry = parts(results)
         if entry is None:
             _missing(ax, name)
         else:

@@ -90,3 +90,19 @@ def transformers(plan) -> dict:
 
 def run(plan) -> dict:
     return {"ctranslate2": ctranslate2(plan), "transformers": transformers(plan)}
+
+
+def run_transformers(plan) -> dict:
+    """The transformers half alone (``--items overhead_transformers``), e.g. after that backend changed."""
+    return {"transformers": transformers(plan)}
+
+
+def parts(results: dict) -> dict | None:
+    """Item 1 as {backend: {short, long}}: a later transformers-only run replaces that half."""
+    items = results.get("items", {})
+    whole = items.get("overhead") if items.get("overhead", {}).get("status") == "ok" else None
+    merged = {k: v for k, v in (whole or {}).items() if k in ("ctranslate2", "transformers")}
+    again = items.get("overhead_transformers")
+    if again and again.get("status") == "ok":
+        merged["transformers"] = again["transformers"]
+    return merged or None
