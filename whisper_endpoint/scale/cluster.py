@@ -28,8 +28,10 @@ def usage_stats_off() -> None:
 def connect(address: str = "local", num_cpus: float | None = None, num_gpus: float | None = None):
     """``local``: a single-node cluster on loopback; ``auto`` or ``ray://host:10001``: an existing one."""
     usage_stats_off()
-    import ray
-
+    try:
+        import ray
+    except ImportError as exc:  # optional: endpoints do not install it at every cold start
+        raise SystemExit("Ray is not installed: pip install -r requirements-scale.txt") from exc
     if ray.is_initialized():
         return ray
     if address == "local":
