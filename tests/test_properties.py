@@ -55,7 +55,8 @@ turns_st = st.lists(st.builds(turn, st.floats(0, 20), turn_lengths, st.sampled_f
 def in_segments(words, cuts):
     """Split the words into consecutive segments at ``cuts`` (indices), as the ASR returns them."""
     bounds = sorted({0, len(words), *[c % (len(words) + 1) for c in cuts]})
-    return [Segment(0.0, 1.0, "".join(w.text for w in words[a:b]), tuple(words[a:b])) for a, b in zip(bounds, bounds[1:])]
+    pieces = [words[a:b] for a, b in zip(bounds, bounds[1:])]
+    return [Segment(0.0, 1.0, "".join(w.text for w in piece), tuple(piece)) for piece in pieces]
 
 
 @FAST

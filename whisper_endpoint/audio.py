@@ -134,18 +134,32 @@ def _array_frames(array: np.ndarray, rate: int):
 
 
 def _resample(frames, *, max_seconds: float) -> np.ndarray:
-    resampler = av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE)
     limit = int(max_seconds * TARGET_RATE)
     chunks, total = [], 0
-    for frame in frames:
-        frame.pts = None  # let the resampler count; damaged files carry broken timestamps
-        for out in resampler.resample(frame):
+    resampler, source = None, None
+
+    def keep(outs) -> None:
+        nonlocal total
+        for out in outs:
             chunk = out.to_ndarray().reshape(-1)
             total += len(chunk)
             if total > limit:
                 raise _too_long(max_seconds)
             chunks.append(chunk)
-    chunks.extend(out.to_ndarray().reshape(-1) for out in resampler.resample(None))
+
+    for frame in frames:
+        frame.pts = None  # let the resampler count; damaged files carry broken timestamps
+        # A resampler takes one input format: a damaged or chained stream can change its channels
+        # or rate mid-way (found by scripts/fuzz.py), so such a change starts a new one.
+        shape = (frame.format.name, frame.layout.name, frame.sample_rate)
+        if shape != source:
+            if resampler is not None:
+                keep(resampler.resample(None))
+            resampler = av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE)
+            source = shape
+        keep(resampler.resample(frame))
+    if resampler is not None:
+        keep(resampler.resample(None))
     del resampler
     gc.collect()  # PyAV keeps resampler buffers alive until collected (faster-whisper issue #390)
     if not chunks:
