@@ -2,6 +2,7 @@
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/fuzz.py [--minutes 10] [--seed 0] [--model embedded:tiny.en]
                                                        [--out results/fuzz.json] [--crash-dir DIR]
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/fuzz.py --replay DIR    # rerun saved crash inputs
 
 Seeds: the corpus' audio (tests/bad_inputs.py: the test clip in several containers and rates, 5.1,
 telephone audio, silence, a decompression bomb, a video-only file) and JSON bodies (base64 audio,
@@ -152,6 +153,28 @@ def mutate_json(rng: random.Random, body: dict, audio: list[bytes]) -> object:
 # --- the run -----------------------------------------------------------------------------------------
 
 
+def request(handler, body: bytes, is_json: bool) -> dict:
+    """One input the way the server takes it: body parsing, then the handler."""
+    from whisper_endpoint.serving.payloads import toolkit_payload
+
+    return handler(toolkit_payload(body, "application/json" if is_json else "audio/flac", {}))
+
+
+def replay(handler, directory: Path) -> int:
+    from whisper_endpoint.errors import ClientError
+
+    crashed = 0
+    for path in sorted(directory.glob("crash-*")):
+        try:
+            outcome = f"200 {request(handler, path.read_bytes(), path.suffix == '.json')['text'][:40]!r}"
+        except ClientError as exc:
+            outcome = f"{exc.status} {exc.code}"
+        except Exception as exc:
+            crashed, outcome = crashed + 1, f"CRASH {type(exc).__name__}: {exc}"
+        print(f"{path.name}: {outcome}")
+    return 1 if crashed else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=10.0)
@@ -159,14 +182,16 @@ def main() -> int:
     parser.add_argument("--model", default="embedded:tiny.en")
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "fuzz.json")
     parser.add_argument("--crash-dir", type=Path, default=Path("/tmp/whisper-endpoint-fuzz-crashes"))
+    parser.add_argument("--replay", type=Path, help="run the saved inputs of a crash directory once and stop")
     args = parser.parse_args()
 
     from config import ModelSettings
     from handler import EndpointHandler
     from whisper_endpoint.errors import ClientError
-    from whisper_endpoint.serving.payloads import toolkit_payload
 
     handler = EndpointHandler(settings=ModelSettings(asr_model=args.model, max_audio_seconds=LIMIT_S))
+    if args.replay:
+        return replay(handler, args.replay)
     audio = audio_seeds()
     audio_list = list(audio.values())
     bodies = json_seeds(audio)
@@ -183,12 +208,11 @@ def main() -> int:
             kind, body, media = f"audio:{name}", mutate_bytes(rng, audio[name], audio_list), "audio/" + name
         else:
             kind, body, media = "json", mutate_json(rng, rng.choice(bodies), audio_list), "application/json"
-        kinds[kind.split(".")[0]] += 1
+        kinds[kind.rsplit(".", 1)[0]] += 1
         tried += 1
         t0 = time.monotonic()
         try:
-            payload = toolkit_payload(body, "application/json" if media == "application/json" else "audio/flac", {})
-            result = handler(payload)
+            result = request(handler, body, media == "application/json")
             outcomes["200"] += 1
             assert isinstance(result["text"], str)
         except ClientError as exc:

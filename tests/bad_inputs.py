@@ -122,6 +122,13 @@ def silence(seconds: int) -> bytes:
     return encode(np.zeros(16000 * seconds), 16000, "flac", "flac")
 
 
+def unknown_codec_wav() -> bytes:
+    """A mu-law wav whose format tag (bytes 20-21) is changed to 0x0086, which FFmpeg cannot decode."""
+    data = bytearray(wav(at_rate(8000), 8000, "pcm_mulaw"))
+    data[20:22] = b"\x86\x00"
+    return bytes(data)
+
+
 def wav(samples: np.ndarray, rate: int = 16000, codec: str = "pcm_s16le") -> bytes:
     return encode(samples, rate, "wav", codec)
 
@@ -186,6 +193,8 @@ PAYLOAD_CASES = [
          payload=lambda: {"inputs": clip_bytes()[:40]}),
     Case("RIFF/WAVE header over random bytes", 415, "undecodable_audio",
          payload=lambda: {"inputs": b"RIFF\xff\xff\xff\x7fWAVEfmt " + np.random.default_rng(0).bytes(4000)}),
+    Case("wav whose codec tag names no decoder (found by fuzzing)", 415, "undecodable_audio",
+         payload=lambda: {"inputs": unknown_codec_wav()}, mentions="codec"),
     Case("container with no audio stream (video-only mkv)", 415, "undecodable_audio",
          payload=lambda: {"inputs": video_only()}, mentions="no audio stream"),
     Case("file longer than MAX_AUDIO_SECONDS", 413, "payload_too_large",

@@ -67,6 +67,9 @@ def _open(data: bytes):
     if not container.streams.audio:
         container.close()
         raise UndecodableAudioError("the file contains no audio stream")
+    if container.streams.audio[0].codec_context is None:  # a codec FFmpeg has no decoder for
+        container.close()
+        raise UndecodableAudioError("the file's audio codec cannot be decoded (no decoder for it)")
     return container
 
 
