@@ -184,3 +184,36 @@ def test_decompression_bomb_is_refused_with_default_settings_before_memory_grows
     assert result["bytes"] < 100_000 and 5 * 3600 > result["limit_s"]
     assert "MAX_AUDIO_SECONDS" in result["outcome"]
     assert result["peak_growth_mb"] < 100, result
+
+
+class RunsOutOfMemory:
+    """The real handler, except that requests asking for it run out of memory the way torch does."""
+
+    def __init__(self, handler):
+        self.handler = handler
+
+    def __call__(self, data):
+        kind = (data.get("parameters") or {}).get("oom")
+        if kind == "cuda":
+            import torch
+
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 20.00 GiB")
+        if kind == "host":
+            raise MemoryError()
+        return self.handler(data)
+
+
+@pytest.mark.parametrize("kind", ["cuda", "host"])
+def test_out_of_memory_is_503_with_retry_after_not_a_client_error(tiny_handler, tmp_path, kind):
+    # The reference handler answered 400 here, which tells the client not to retry a request that may
+    # well succeed a moment later.
+    app = create_app(ServerSettings(), handler=RunsOutOfMemory(tiny_handler),
+                     job_settings=JobSettings(db=tmp_path / "jobs.sqlite"))
+    with live_server(app) as running:
+        response = requests.post(f"{running.url}/predict?oom={kind}", data=clip_bytes(), timeout=60)
+        assert (response.status_code, response.json()["code"]) == (503, "out_of_memory")
+        assert response.headers["Retry-After"] == "5"
+        upload = requests.post(f"{running.url}/v1/audio/transcriptions", data={"oom": kind},
+                               files={"file": ("a.flac", clip_bytes())}, timeout=60)
+        assert upload.status_code == 503 and upload.json()["error"]["type"] == "server_error"
+        assert valid_request_succeeds(running.url)
