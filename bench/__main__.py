@@ -38,8 +38,8 @@ ITEMS = {
     "scaling": "6",
     "diarization": "5",
 }
-# Extra items, run only when named: item 1's transformers half alone (that backend changes most often).
-EXTRA_ITEMS = {"overhead_transformers": "1"}
+# Extra items, run only when named: parts of item 1 alone (the transformers backend changes most often).
+EXTRA_ITEMS = {"overhead_transformers": "1", "overhead_short": "1"}
 
 
 def run_item(name: str, plan, workdir: Path) -> dict:
@@ -54,7 +54,7 @@ def run_item(name: str, plan, workdir: Path) -> dict:
     except Exception:  # one broken item must not lose the others' results
         result, status = {"error": traceback.format_exc(limit=5)}, "failed"
     return {"issue_item": {**ITEMS, **EXTRA_ITEMS}[name], "status": status, "wall_s": round(time.perf_counter() - started, 1),
-            "loadavg_before": before, "loadavg_after": loadavg(), **result}
+            "loadavg_before": before, "loadavg_after": loadavg(), "finished_at": round(time.time()), **result}
 
 
 def source_state() -> dict:

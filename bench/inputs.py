@@ -33,6 +33,15 @@ def samples(path: Path) -> np.ndarray:
     return decode_audio(str(path), sampling_rate=RATE)
 
 
+@functools.cache
+def clip_language(name: str) -> str:
+    """A clip's spoken language (refs.json): short inputs are asked in their own language."""
+    import json
+
+    refs = json.loads((SHARED_AUDIO / "clips" / "refs.json").read_text())
+    return next(item["language"] for item in refs if item["file"] == name)
+
+
 def clip(name: str) -> np.ndarray:
     return samples(clip_path(name))
 

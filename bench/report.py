@@ -21,7 +21,7 @@ def _overhead(entry: dict) -> list[str]:
             ratio = f"{data['ratio_handler_over_raw']:.3f}"
             if "ratio_handler_over_raw_eager" in data:
                 ratio += f" ({data['ratio_handler_over_raw_eager']:.3f} vs eager attention)"
-            rows.append(f"| {backend} | {label}, {data['audio_s']} s | {variants['handler']['median_s']} | "
+            rows.append(f"| {backend} | {label}, {data['audio_s']} s {data.get('language', '')} | {variants['handler']['median_s']} | "
                         f"{variants[raw]['median_s']} | {ratio} | {'yes' if data['same_text'] else 'no'} "
                         f"({data.get('handler_vs_raw_wer', '-')}%) |")
     return rows
@@ -107,15 +107,14 @@ SECTIONS = (
 
 
 def _overhead_entry(results: dict, entry: dict | None) -> dict | None:
-    """Item 1 with a later transformers-only re-run (``overhead_transformers``) in place of that half."""
+    """Item 1 with each figure from its latest run (re-runs of a part: overhead_short, overhead_transformers)."""
     from bench.items.overhead import parts
 
     merged = parts(results)
     if merged is None:
         return entry
-    again = results["items"].get("overhead_transformers")
-    base = entry if entry and entry.get("status") == "ok" else again
-    return {**base, **merged}
+    runs = [e for n, e in results["items"].items() if n.startswith("overhead") and e.get("status") == "ok"]
+    return {**max(runs, key=lambda e: e.get("finished_at", 0)), **merged}
 
 
 def table(results: dict) -> str:

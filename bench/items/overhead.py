@@ -1,10 +1,12 @@
 """Item 1: the handler against raw faster-whisper and the raw transformers pipeline, same audio and
-settings (greedy, segment timestamps, language given), variants interleaved, medians."""
+settings (greedy, segment timestamps, the input's language given), variants interleaved, medians."""
 
 from __future__ import annotations
 
 from bench import backends, inputs
 from bench.measure import interleaved
+
+LENGTHS = ("short", "long")
 
 
 def _ratio(result: dict, mine: str, theirs: str) -> float:
@@ -22,23 +24,31 @@ def _summarise(result: dict, raw: str) -> dict:
             "text_chars": {name: len(text) for name, text in texts.items()}}
 
 
-def ctranslate2(plan) -> dict:
-    language = plan.language
-    handler = backends.handler(plan.model)
-    raw = backends.raw_faster_whisper(plan.model)
+def _inputs(plan, long_s: float | None, lengths) -> list[tuple[str, object, int, str]]:
+    """(label, samples, repeats, language) for the requested lengths."""
+    chosen = []
+    if "short" in lengths:
+        chosen.append(("short", inputs.clip(plan.short_clip), plan.repeats, inputs.clip_language(plan.short_clip)))
+    if "long" in lengths:
+        chosen.append(("long", inputs.long_audio(plan, long_s), 1, plan.language))
+    return chosen
+
+
+def ctranslate2(plan, lengths=LENGTHS) -> dict:
     from faster_whisper import BatchedInferencePipeline
 
+    handler = backends.handler(plan.model)
+    raw = backends.raw_faster_whisper(plan.model)
     batched = BatchedInferencePipeline(raw)
     out = {}
-    for label, audio, repeats in (("short", inputs.clip(plan.short_clip), plan.repeats),
-                                  ("long", inputs.long_audio(plan, plan.long_s), 1)):
+    for label, audio, repeats, language in _inputs(plan, plan.long_s, lengths):
         long = label == "long"
 
-        def mine(audio=audio):
+        def mine(audio=audio, language=language):
             return backends.ask(handler, audio, language=language)["text"]
 
-        def theirs(audio=audio, long=long):
-            if long:  # what a faster-whisper user runs on long audio: its batched pipeline, default batch 24 as ours
+        def theirs(audio=audio, language=language, long=long):
+            if long:  # what a faster-whisper user runs on long audio: its batched pipeline, batch 24 as ours
                 segments, _ = batched.transcribe(audio, language=language, batch_size=24, beam_size=1,
                                                  without_timestamps=False)
             else:
@@ -48,26 +58,25 @@ def ctranslate2(plan) -> dict:
         if not long and plan.warmup:  # first calls pay one-off costs
             mine(), theirs()
         result = interleaved({"handler": mine, "raw_faster_whisper": theirs}, repeats)
-        out[label] = {"audio_s": inputs.seconds_of(audio), "repeats": repeats, **_summarise(result, "raw_faster_whisper"),
+        out[label] = {"audio_s": inputs.seconds_of(audio), "language": language, "repeats": repeats,
+                      **_summarise(result, "raw_faster_whisper"),
                       "ratio_handler_over_raw": _ratio(result, "handler", "raw_faster_whisper")}
     return out
 
 
-def transformers(plan) -> dict:
-    language = plan.language
+def transformers(plan, lengths=LENGTHS) -> dict:
     handler = backends.handler(plan.model, asr_backend="transformers")
     raw_default = backends.raw_pipeline(plan.model)  # attention as transformers picks it (sdpa)
-    raw_eager = backends.raw_pipeline(plan.model, attention="eager")  # what the handler uses on CPU
-    kwargs = backends.pipeline_kwargs(plan.model, language)
+    raw_eager = backends.raw_pipeline(plan.model, attention="eager")
     out = {}
-    for label, audio, repeats in (("short", inputs.clip(plan.short_clip), plan.repeats),
-                                  ("long", inputs.long_audio(plan, plan.transformers_long_s), 1)):
+    for label, audio, repeats, language in _inputs(plan, plan.transformers_long_s, lengths):
         chunked = label == "long"
+        kwargs = backends.pipeline_kwargs(plan.model, language)
 
-        def mine(audio=audio):
+        def mine(audio=audio, language=language):
             return backends.ask(handler, audio, language=language)["text"]
 
-        def pipe(raw, audio=audio, chunked=chunked):
+        def pipe(raw, audio=audio, chunked=chunked, kwargs=kwargs):
             def call():
                 extra = {"chunk_length_s": 30, "batch_size": 24} if chunked else {}
                 return raw(audio.copy(), return_timestamps=True, generate_kwargs=dict(kwargs), **extra)["text"].strip()
@@ -80,8 +89,8 @@ def transformers(plan) -> dict:
             for call in variants.values():
                 call()
         result = interleaved(variants, repeats)
-        entry = {"audio_s": inputs.seconds_of(audio), "repeats": repeats, **_summarise(result, "raw_pipeline"),
-                 "ratio_handler_over_raw": _ratio(result, "handler", "raw_pipeline")}
+        entry = {"audio_s": inputs.seconds_of(audio), "language": language, "repeats": repeats,
+                 **_summarise(result, "raw_pipeline"), "ratio_handler_over_raw": _ratio(result, "handler", "raw_pipeline")}
         if "raw_pipeline_eager" in result:
             entry["ratio_handler_over_raw_eager"] = _ratio(result, "handler", "raw_pipeline_eager")
         out[label] = entry
@@ -97,12 +106,19 @@ def run_transformers(plan) -> dict:
     return {"transformers": transformers(plan)}
 
 
+def run_short(plan) -> dict:
+    """Both backends on the short clip only (``--items overhead_short``)."""
+    return {"ctranslate2": ctranslate2(plan, ("short",)), "transformers": transformers(plan, ("short",))}
+
+
 def parts(results: dict) -> dict | None:
-    """Item 1 as {backend: {short, long}}: a later transformers-only run replaces that half."""
+    """Item 1 as {backend: {length: figures}}, each figure from the latest run that measured it
+    (``overhead``, then ``overhead_short`` / ``overhead_transformers`` re-runs, by finishing time)."""
     items = results.get("items", {})
-    whole = items.get("overhead") if items.get("overhead", {}).get("status") == "ok" else None
-    merged = {k: v for k, v in (whole or {}).items() if k in ("ctranslate2", "transformers")}
-    again = items.get("overhead_transformers")
-    if again and again.get("status") == "ok":
-        merged["transformers"] = again["transformers"]
-    return merged or None
+    runs = [items[name] for name in ("overhead", "overhead_short", "overhead_transformers")
+            if items.get(name, {}).get("status") == "ok"]
+    merged: dict = {}
+    for entry in sorted(runs, key=lambda e: e.get("finished_at", 0)):
+        for backend in ("ctranslate2", "transformers"):
+            merged.setdefault(backend, {}).update(entry.get(backend, {}))
+    return {k: v for k, v in merged.items() if v} or None

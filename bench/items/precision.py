@@ -22,7 +22,7 @@ def _warm_and_time(variants: dict, repeats: int, warmup: bool) -> dict:
 
 
 def run(plan) -> dict:
-    audio, language = inputs.clip(plan.short_clip), plan.language
+    audio, language = inputs.clip(plan.short_clip), inputs.clip_language(plan.short_clip)
     int8 = backends.handler(plan.model)  # compute_type auto = int8 on CPU
     fp32 = backends.handler(plan.model, compute_type="float32")
     torch_fp32 = backends.handler(plan.model, asr_backend="transformers")
@@ -43,6 +43,7 @@ def run(plan) -> dict:
 
     raw = backends.raw_faster_whisper(plan.model)
     batched = BatchedInferencePipeline(raw)
+    language = plan.language  # the long file's
     modes = interleaved({
         "faster_whisper_sequential": lambda: backends.fw_text(raw.transcribe(long, language=language, beam_size=1)[0]),
         "faster_whisper_batched_24": lambda: backends.fw_text(

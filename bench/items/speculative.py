@@ -16,12 +16,12 @@ def run(plan) -> dict:
     others = [name for name in inputs.SPECULATIVE_CLIPS if name != plan.short_clip]
     names = [plan.short_clip, *others][: plan.speculative_clips]
     rows, identical = [], 0
-    backends.ask(handler, inputs.clip(names[0]), language=plan.language)  # warm-up
+    backends.ask(handler, inputs.clip(names[0]), language=inputs.clip_language(names[0]))  # warm-up
     for name in names:
-        audio = inputs.clip(name)
+        audio, language = inputs.clip(name), inputs.clip_language(name)
         result = interleaved({
-            "plain": lambda: backends.ask(handler, audio, language=plan.language, assisted=False),
-            "assisted": lambda: backends.ask(handler, audio, language=plan.language, assisted=True),
+            "plain": lambda: backends.ask(handler, audio, language=language, assisted=False),
+            "assisted": lambda: backends.ask(handler, audio, language=language, assisted=True),
         }, 1)
         plain, assisted = result["plain"]["result"], result["assisted"]["result"]
         identical += plain["text"] == assisted["text"]
