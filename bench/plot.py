@@ -104,6 +104,9 @@ def _merge(ax, entry) -> None:
     sizes = entry["merge_scaling"]["sizes"]
     words = [int(n) for n in sizes]
     ax.loglog(words, [row["median_s"] for row in sizes.values()], marker="o", label="measured")
+    if all("median_s_gc_paused" in row for row in sizes.values()):
+        ax.loglog(words, [row["median_s_gc_paused"] for row in sizes.values()], marker="s",
+                  label="garbage collector paused")
     first = next(iter(sizes.values()))["median_s"] / words[0]
     ax.loglog(words, [first * n for n in words], linestyle="--", color="grey", label="linear")
     ax.set_xlabel("words")
@@ -131,6 +134,9 @@ def draw(results: dict, path: Path) -> None:
             from bench.items.overhead import parts
 
             entry = parts(results)
+        again = _ok(results, "diarization_merge")
+        if name == "diarization" and entry and again:
+            entry = {**entry, "merge_scaling": again["merge_scaling"]}
         if entry is None:
             _missing(ax, name)
         else:

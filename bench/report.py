@@ -71,6 +71,9 @@ def _diarization(entry: dict) -> list[str]:
             "", "| merge, words | " + " | ".join(merge) + " |", "|---|" + "---|" * len(merge),
             "| s | " + " | ".join(str(v["median_s"]) for v in merge.values()) + " |",
             "| µs per word | " + " | ".join(str(v["us_per_word"]) for v in merge.values()) + " |"]
+    if all("us_per_word_gc_paused" in v for v in merge.values()):
+        rows.append("| µs per word, garbage collector paused | "
+                    + " | ".join(str(v["us_per_word_gc_paused"]) for v in merge.values()) + " |")
     return rows
 
 
@@ -125,6 +128,9 @@ def table(results: dict) -> str:
         entry = results.get("items", {}).get(name)
         if name == "overhead":
             entry = _overhead_entry(results, entry)
+        again = results.get("items", {}).get("diarization_merge")
+        if name == "diarization" and entry and again and again.get("status") == "ok":
+            entry = {**entry, "merge_scaling": again["merge_scaling"]}  # the later merge-only run
         lines += ["", f"#### {title}", ""]
         if entry is None:
             lines.append("not run")

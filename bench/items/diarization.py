@@ -31,20 +31,40 @@ def synthetic(words: int):
 
 
 def merge_scaling(sizes, repeats: int = 3) -> dict:
+    """Median merge time per size, as it runs, and with Python's cyclic garbage collector paused:
+    the collector's full passes walk every live object, so they grow with the number of words
+    alive, not with the merge's own work."""
+    import gc
+
     from whisper_endpoint.speaker_merge import merge_speakers
 
-    rows = {}
-    for words in sizes:
-        segments, turns = synthetic(words)
+    def median_s(segments, turns) -> float:
         runs = []
         for _ in range(repeats):
             started = time.perf_counter()
             merge_speakers(segments, turns, with_words=True)
             runs.append(time.perf_counter() - started)
-        median = statistics.median(runs)
-        rows[str(words)] = {"median_s": round(median, 4), "us_per_word": round(1e6 * median / words, 2)}
-    per_word = [row["us_per_word"] for row in rows.values()]
-    return {"sizes": rows, "per_word_spread": round(max(per_word) / min(per_word), 2)}
+        return statistics.median(runs)
+
+    rows = {}
+    for words in sizes:
+        segments, turns = synthetic(words)
+        with_gc = median_s(segments, turns)
+        gc.disable()
+        try:
+            without_gc = median_s(segments, turns)
+        finally:
+            gc.enable()
+        rows[str(words)] = {"median_s": round(with_gc, 4), "us_per_word": round(1e6 * with_gc / words, 2),
+                            "median_s_gc_paused": round(without_gc, 4),
+                            "us_per_word_gc_paused": round(1e6 * without_gc / words, 2)}
+    per_word = [row["us_per_word_gc_paused"] for row in rows.values()]
+    return {"sizes": rows, "per_word_spread_gc_paused": round(max(per_word) / min(per_word), 2)}
+
+
+def run_merge(plan) -> dict:
+    """The merge scaling alone (``--items diarization_merge``)."""
+    return {"merge_scaling": merge_scaling(plan.merge_words)}
 
 
 def run(plan) -> dict:
