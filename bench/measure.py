@@ -16,19 +16,31 @@ def timed(fn):
     return time.perf_counter() - started, result
 
 
+def timed_cpu(fn):
+    """(wall seconds, CPU seconds of this process, result). With one compute thread per backend, CPU
+    time is the work done, nearly independent of how many other jobs share the cores; wall time is not."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
 def interleaved(variants: dict, repeats: int) -> dict:
     """Run each variant ``repeats`` times, round-robin with the order rotated each round, so a burst
-    of load from other jobs hits every variant alike. Returns {name: {"median_s", "runs_s", "result"}}."""
+    of load from other jobs hits every variant alike. Returns {name: {"median_s", "runs_s",
+    "median_cpu_s", "cpu_runs_s", "result"}}."""
     names = list(variants)
     runs: dict[str, list[float]] = {name: [] for name in names}
+    cpu: dict[str, list[float]] = {name: [] for name in names}
     results: dict = {}
     for round_ in range(repeats):
         shift = round_ % len(names)
         for name in names[shift:] + names[:shift]:
-            seconds, results[name] = timed(variants[name])
+            seconds, cpu_seconds, results[name] = timed_cpu(variants[name])
             runs[name].append(seconds)
+            cpu[name].append(cpu_seconds)
     return {
         name: {"median_s": round(statistics.median(runs[name]), 3), "runs_s": [round(s, 3) for s in runs[name]],
+               "median_cpu_s": round(statistics.median(cpu[name]), 3), "cpu_runs_s": [round(s, 3) for s in cpu[name]],
                "result": results[name]}
         for name in names
     }

@@ -13,16 +13,20 @@ def _ok(results: dict, name: str) -> dict | None:
 
 
 def _overhead(entry: dict) -> list[str]:
-    rows = ["| backend | audio | handler s | raw s | handler / raw | same text (WER between them) |",
-            "|---|---|---|---|---|---|"]
+    rows = ["| backend | audio | handler CPU s | raw CPU s | handler / raw (CPU) | handler / raw (wall) "
+            "| same text (WER between them) |", "|---|---|---|---|---|---|---|"]
     for backend, raw in (("ctranslate2", "raw_faster_whisper"), ("transformers", "raw_pipeline")):
         for label, data in entry.get(backend, {}).items():
             variants = data["variants"]
             ratio = f"{data['ratio_handler_over_raw']:.3f}"
             if "ratio_handler_over_raw_eager" in data:
                 ratio += f" ({data['ratio_handler_over_raw_eager']:.3f} vs eager attention)"
-            rows.append(f"| {backend} | {label}, {data['audio_s']} s {data.get('language', '')} | {variants['handler']['median_s']} | "
-                        f"{variants[raw]['median_s']} | {ratio} | {'yes' if data['same_text'] else 'no'} "
+            cpu = [variants[v].get("median_cpu_s", "-") for v in ("handler", raw)]
+            wall = data.get("ratio_handler_over_raw_wall")
+            if wall is None:  # results from before CPU time was recorded: the ratio is on wall time
+                ratio, wall = "-", ratio
+            rows.append(f"| {backend} | {label}, {data['audio_s']} s {data.get('language', '')} | {cpu[0]} | "
+                        f"{cpu[1]} | {ratio} | {wall} | {'yes' if data['same_text'] else 'no'} "
                         f"({data.get('handler_vs_raw_wer', '-')}%) |")
     return rows
 
@@ -31,14 +35,16 @@ def _relative(title: str, block: dict) -> list[str]:
     rows = []
     for name, data in block.items():
         if isinstance(data, dict) and "median_s" in data:
-            rows.append(f"| {title} | {name} | {data['median_s']} | {data['relative']:.2f} |")
+            rows.append(f"| {title} | {name} | {data['median_s']} | {data.get('median_cpu_s', '-')} | "
+                        f"{data['relative']:.2f} |")
     return rows
 
 
 def _precision(entry: dict) -> list[str]:
     rows = [f"Short clip {entry['short_clip_s']} s (median of {entry['repeats']}); long: "
-            f"{entry['sequential_vs_batched']['audio_s']} s of the long file.", "",
-            "| group | variant | s | relative |", "|---|---|---|---|"]
+            f"{entry['sequential_vs_batched']['audio_s']} s of the long file. Relative = CPU time over the "
+            "group's first variant.", "",
+            "| group | variant | wall s | CPU s | relative |", "|---|---|---|---|---|"]
     rows += _relative("backend / precision", entry["precision"])
     rows += _relative("beam size", entry["beam_size"])
     rows += _relative("timestamps", entry["timestamps"])
@@ -47,9 +53,9 @@ def _precision(entry: dict) -> list[str]:
 
 
 def _speculative(entry: dict) -> list[str]:
-    plain = sum(row["plain_s"] for row in entry["clips"])
-    assisted = sum(row["assisted_s"] for row in entry["clips"])
-    return [f"| pair | clips | plain s | assisted s | speed-up | identical text |", "|---|---|---|---|---|---|",
+    plain = sum(row.get("plain_cpu_s", row["plain_s"]) for row in entry["clips"])
+    assisted = sum(row.get("assisted_cpu_s", row["assisted_s"]) for row in entry["clips"])
+    return ["| pair | clips | plain CPU s | assisted CPU s | speed-up | identical text |", "|---|---|---|---|---|---|",
             f"| {entry['pair']} | {len(entry['clips'])} | {plain:.2f} | {assisted:.2f} | "
             f"{entry['speed_up_plain_over_assisted']:.2f}x | {entry['identical_text']} |",
             "", f"Real small + base pair: {entry['real_small_base_pair']}."]
@@ -57,9 +63,15 @@ def _speculative(entry: dict) -> list[str]:
 
 def _batching(entry: dict) -> list[str]:
     sizes = list(entry["times"])
-    return [f"{entry['audio_s']} s of the long file; {entry['windows_note']}.", "",
+    rows = [f"{entry['audio_s']} s of the long file; {entry['windows_note']}.", "",
             "| " + " | ".join(s.replace("_", " ") for s in sizes) + " |", "|" + "---|" * len(sizes),
             "| " + " | ".join(f"{entry['times'][s]} s" for s in sizes) + " |"]
+    if "cpu_times" in entry:
+        rows[-3] = "| time | " + rows[-3][2:]
+        rows[-2] = "|---" + rows[-2]
+        rows[-1] = "| wall | " + rows[-1][2:]
+        rows.append("| CPU | " + " | ".join(f"{entry['cpu_times'][s]} s" for s in sizes) + " |")
+    return rows
 
 
 def _diarization(entry: dict) -> list[str]:
@@ -78,9 +90,11 @@ def _diarization(entry: dict) -> list[str]:
 
 
 def _scaling(entry: dict) -> list[str]:
-    rows = ["| audio | time s | x real time | RSS after load MiB | peak RSS MiB |", "|---|---|---|---|---|"]
+    rows = ["| audio | wall s | CPU s | x real time (wall) | RSS after load MiB | peak RSS MiB |",
+            "|---|---|---|---|---|---|"]
     for row in entry["lengths"]:
-        rows.append(f"| {row['audio_s'] / 60:.1f} min | {row['time_s']} | {row['real_time_factor']:.3f} | "
+        rows.append(f"| {row['audio_s'] / 60:.1f} min | {row['time_s']} | {row.get('cpu_s', '-')} | "
+                    f"{row['real_time_factor']:.3f} | "
                     f"{row['rss_after_load_mib']} | {row['peak_rss_mib']} |")
     return rows
 

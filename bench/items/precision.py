@@ -10,9 +10,10 @@ from bench.measure import interleaved
 
 
 def _times(result: dict, baseline: str) -> dict:
-    base = result[baseline]["median_s"]
-    return {name: {"median_s": entry["median_s"], "runs_s": entry["runs_s"],
-                   "relative": round(entry["median_s"] / base, 3)} for name, entry in result.items()}
+    """Medians, and each variant's CPU time relative to the baseline's (robust to other jobs' load)."""
+    base = result[baseline]["median_cpu_s"]
+    return {name: {"median_s": entry["median_s"], "runs_s": entry["runs_s"], "median_cpu_s": entry["median_cpu_s"],
+                   "relative": round(entry["median_cpu_s"] / base, 3)} for name, entry in result.items()}
 
 
 def _warm_and_time(variants: dict, repeats: int, warmup: bool) -> dict:

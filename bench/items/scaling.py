@@ -16,13 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def one(plan, seconds: float) -> dict:
     """Run in the child: load, measure RSS, transcribe once, report."""
     from bench import backends, inputs
-    from bench.measure import peak_rss_mib, rss_mib, timed
+    from bench.measure import peak_rss_mib, rss_mib, timed_cpu
 
     audio = inputs.long_audio(plan, seconds)
     handler = backends.handler(plan.model)
     loaded = rss_mib()
-    elapsed, response = timed(lambda: backends.ask(handler, audio, language=plan.language))
-    return {"audio_s": inputs.seconds_of(audio), "time_s": round(elapsed, 2),
+    elapsed, cpu, response = timed_cpu(lambda: backends.ask(handler, audio, language=plan.language))
+    return {"audio_s": inputs.seconds_of(audio), "time_s": round(elapsed, 2), "cpu_s": round(cpu, 2),
             "real_time_factor": round(elapsed / (len(audio) / inputs.RATE), 4),
             "rss_after_load_mib": loaded, "peak_rss_mib": peak_rss_mib(),
             "mode": response["decoding"]["mode"], "chars": len(response["text"])}
