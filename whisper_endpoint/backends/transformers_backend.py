@@ -1,8 +1,14 @@
 """transformers backend: the ``automatic-speech-recognition`` pipeline, with speculative decoding.
 
-fp16 + SDPA attention on CUDA, fp32 on CPU. Word timestamps come from cross-attention (the
-generation config's alignment heads), which SDPA does not return: those requests run on an eager
-copy of the attention, switched per request under a lock.
+fp16 on CUDA, fp32 on CPU, SDPA attention on both. Word timestamps come from cross-attention (the
+generation config's alignment heads), which SDPA does not return: those requests run on eager
+attention, switched per request under a lock.
+
+Audio longer than one window: on CUDA the pipeline cuts it into overlapping 30 s chunks decoded
+``batch_size`` at a time (a GPU decodes a batch in about the time of one chunk). On CPU, or with
+``batch_size`` 1, Whisper's own long-form ``generate`` decodes it window after window, each
+conditioned on the previous text, as faster-whisper does: a CPU gains little from batching, and
+the measured comparison is in results/transformers_quality.json.
 
 Speculative decoding (``assisted: true``) takes an assistant with the main model's tokenizer: a
 decoder-only model sharing the main encoder (distil-whisper style, ``WhisperForCausalLM``) or a
@@ -23,6 +29,7 @@ from whisper_endpoint.backends.base import DecodeOptions, check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
+from whisper_endpoint.sentences import ends_sentence
 
 logger = logging.getLogger(__name__)
 
@@ -37,7 +44,8 @@ class TransformersBackend:
 
         self.device = device
         self.dtype = torch.float16 if device == "cuda" else torch.float32
-        self.attention = "sdpa" if device == "cuda" else "eager"
+        # SDPA on CPU as well: eager attention made decoding ~2x slower there for the same text.
+        self.attention = "sdpa"
         try:
             model = WhisperForConditionalGeneration.from_pretrained(
                 model_path, dtype=self.dtype, attn_implementation=self.attention, low_cpu_mem_usage=True
@@ -69,21 +77,27 @@ class TransformersBackend:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings: list[str] = []
         generate_kwargs = self._generate_kwargs(samples, options, warnings)
-        chunked = len(samples) > options.chunk_length_s * TARGET_RATE
-        batch_size = 1 if "assistant_model" in generate_kwargs or not chunked else options.batch_size
-        if chunked and batch_size != options.batch_size:
+        long_audio = len(samples) > options.chunk_length_s * TARGET_RATE
+        assisted = "assistant_model" in generate_kwargs
+        batch_size = 1 if assisted else options.batch_size
+        chunked = long_audio and self._chunks_long_audio(batch_size)
+        if long_audio and batch_size != options.batch_size:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
             )
         timestamps = {"none": False, "segment": True, "word": "word"}[options.timestamps]
+        if long_audio and not chunked:
+            timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
         with self._lock, self._attention_for(options.timestamps):
             output = self.pipe(
                 {"raw": samples, "sampling_rate": TARGET_RATE},
                 chunk_length_s=options.chunk_length_s if chunked else None,
-                batch_size=batch_size,
+                batch_size=batch_size if chunked else 1,
                 return_timestamps=timestamps,
                 generate_kwargs=generate_kwargs,
             )
+        if not chunked:
+            batch_size = 1
         mode = "chunked" if chunked else "sequential"
         return Transcript(
             segments=_segments(output, options.timestamps, len(samples) / TARGET_RATE),
@@ -93,6 +107,10 @@ class TransformersBackend:
                       "assisted": "assistant_model" in generate_kwargs},
             warnings=warnings,
         )
+
+    def _chunks_long_audio(self, batch_size: int) -> bool:
+        """Chunked batches where they pay (a GPU with batch_size > 1), long-form generate elsewhere."""
+        return self.device == "cuda" and batch_size > 1
 
     def _generate_kwargs(self, samples: np.ndarray, options: DecodeOptions, warnings: list[str]) -> dict:
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
@@ -192,18 +210,16 @@ def _segments(output: dict, timestamps: str, duration: float) -> list[Segment]:
 
 
 def _sentences(words: list[Word]) -> list[Segment]:
-    """The pipeline returns words only; group them into sentence segments (at . ? ! and CJK stops)."""
+    """The pipeline returns words only; group them into sentence segments."""
     segments, current = [], []
     for word in words:
         current.append(word)
-        if word.text.rstrip().endswith(_SENTENCE_ENDS) or word is words[-1]:
+        if ends_sentence(word.text) or word is words[-1]:
             segments.append(Segment(current[0].start, current[-1].end, "".join(w.text for w in current),
                                     tuple(current)))
             current = []
     return segments
 
-
-_SENTENCE_ENDS = (".", "?", "!", "。", "？", "！")
 
 
 def _times(chunk: dict, duration: float) -> tuple[float, float]:
