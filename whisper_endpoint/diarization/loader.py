@@ -34,7 +34,7 @@ def load_diarizer(
     """
     device = resolve_device(device)
     if reference == EMBEDDED:
-        pipeline = _embedded(device)
+        pipeline = _embedded()
     else:
         # A local pipeline file may still name Hub checkpoints (pyannote/speaker-diarization-3.1's
         # does), so both go through the same Hub error handling and get the token.
@@ -46,13 +46,13 @@ def load_diarizer(
     return Diarizer(pipeline, name=reference, device=device)
 
 
-def _embedded(device: str):
+def _embedded():
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
-        from whisper_endpoint.diarization.offline import CPU_STEP, GPU_STEP, OfflineSpeakerDiarization
+        from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
 
-        return OfflineSpeakerDiarization(segmentation_step=GPU_STEP if device == "cuda" else CPU_STEP)
+        return OfflineSpeakerDiarization()
 
 
 def _local_pipeline_file(reference: str) -> Path | None:
