@@ -62,6 +62,12 @@ def rss_mib(pid: int | None = None) -> float | None:
     return None
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system, all threads) a process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mib() -> float:
     """This process's peak resident memory so far (Linux reports KiB)."""
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -102,13 +102,13 @@ def _scaling(entry: dict) -> list[str]:
 def _serving(entry: dict) -> list[str]:
     rows = [f"{entry['model']}, {entry['clip']} ({entry['clip_s']} s) posted as the body of `/predict`, "
             f"MAX_CONCURRENCY={entry['max_concurrency']}; failed requests: {entry['failed_requests']}.", "",
-            "| concurrency | requests | ok | errors | p50 s | p95 s | throughput req/s | server RSS MiB (end) |",
-            "|---|---|---|---|---|---|---|---|"]
+            "| concurrency | requests | ok | errors | p50 s | p95 s | throughput req/s | server CPU s / request "
+            "| server RSS MiB (end) |", "|---|---|---|---|---|---|---|---|---|"]
     for level in [entry["latency_one_at_a_time"]] + entry["load"]:
         rss = [v for k, v in level.items() if k.startswith("rss_mib_after_")]
         rows.append(f"| {level['concurrency']} | {level['requests']} | {level['ok']} | "
                     f"{sum(level['errors'].values())} | {level['latency_s']['p50']} | {level['latency_s']['p95']} | "
-                    f"{level['throughput_rps']} | {rss[-1] if rss else '-'} |")
+                    f"{level['throughput_rps']} | {level.get('server_cpu_s_per_request', '-')} | {rss[-1] if rss else '-'} |")
     return rows
 
 

@@ -18,7 +18,7 @@ import requests
 
 from bench import inputs
 from bench.backends import THREADS
-from bench.measure import RssSampler, rss_mib
+from bench.measure import RssSampler, cpu_seconds, rss_mib
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -57,6 +57,15 @@ def start_server(model: str, log: Path):
     raise RuntimeError("server not healthy within 300 s")
 
 
+def _with_server_cpu(pid: int, load) -> dict:
+    """A load level's report plus the server's CPU seconds per request: with one decoding thread and
+    MAX_CONCURRENCY=1 that is the latency an idle machine would give, whatever else shares the cores."""
+    before = cpu_seconds(pid)
+    report = load()
+    report["server_cpu_s_per_request"] = round((cpu_seconds(pid) - before) / report["requests"], 3)
+    return report
+
+
 def run(plan, workdir: Path) -> dict:
     load_test = _load_test_module()
     clip_file = inputs.clip_path(plan.latency_clip)
@@ -65,11 +74,12 @@ def run(plan, workdir: Path) -> dict:
     try:
         with RssSampler(process.pid, interval=1.0) as memory:
             requests.post(f"{url}/predict", data=body, headers={"Content-Type": "audio/flac"}, timeout=600)  # warm-up
-            latency = load_test.run(f"{url}/predict", body, plan.latency_requests, 1, process.pid)
+            latency = _with_server_cpu(process.pid, lambda: load_test.run(
+                f"{url}/predict", body, plan.latency_requests, 1, process.pid))
             levels = []
             for concurrency, total in plan.load:
-                levels.append(load_test.run(f"{url}/predict", body, total, concurrency, process.pid,
-                                            checkpoint=max(1, total // 2)))
+                levels.append(_with_server_cpu(process.pid, lambda: load_test.run(
+                    f"{url}/predict", body, total, concurrency, process.pid, checkpoint=max(1, total // 2))))
         final_rss = rss_mib(process.pid)
     finally:
         process.terminate()
