@@ -76,9 +76,12 @@ def _batching(entry: dict) -> list[str]:
 
 def _diarization(entry: dict) -> list[str]:
     merge = entry["merge_scaling"]["sizes"]
+    cpu = ""
+    if "asr_alone_cpu_s" in entry:
+        cpu = f" (CPU {entry['asr_alone_cpu_s']} / {entry['asr_with_diarization_cpu_s']})"
     rows = ["| audio | ASR alone s | ASR + diarization + merge s | diarization share | merge alone (real words) |",
             "|---|---|---|---|---|",
-            f"| {entry['audio_s']} s | {entry['asr_alone_s']} | {entry['asr_with_diarization_s']} | "
+            f"| {entry['audio_s']} s | {entry['asr_alone_s']} | {entry['asr_with_diarization_s']}{cpu} | "
             f"{100 * entry['diarization_share']:.0f}% | {entry['merge_alone_s']} s for {entry['words']} words |",
             "", "| merge, words | " + " | ".join(merge) + " |", "|---|" + "---|" * len(merge),
             "| s | " + " | ".join(str(v["median_s"]) for v in merge.values()) + " |",
