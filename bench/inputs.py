@@ -53,7 +53,7 @@ def long_audio(plan, seconds: float | None = None) -> np.ndarray:
         return audio
     wanted = int(seconds * RATE)
     copies = -(-wanted // len(audio))
-    return np.ascontiguousarray(np.tile(audio, copies)[:wanted])
+    return np.tile(audio, copies)[:wanted].copy()  # a copy: the tiled source can be freed
 
 
 def seconds_of(audio: np.ndarray) -> float:

@@ -69,8 +69,19 @@ def cpu_seconds(pid: int) -> float:
 
 
 def peak_rss_mib() -> float:
-    """This process's peak resident memory so far (Linux reports KiB)."""
+    """This process's peak resident memory (VmHWM) since start or the last reset_peak_rss()."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def reset_peak_rss() -> None:
+    """Start the peak over (Linux: "5" to clear_refs resets VmHWM), e.g. after decoding the input."""
+    import gc
+
+    gc.collect()
+    Path("/proc/self/clear_refs").write_text("5")
 
 
 class RssSampler:
