@@ -66,6 +66,14 @@ def encode(samples: np.ndarray, rate: int, container: str, codec: str, channels:
 
 
 @pytest.fixture(scope="session")
+def clip() -> bytes:
+    """The serving tests' clip (serving_helpers.CLIP) as a file's bytes."""
+    from serving_helpers import CLIP
+
+    return read_clip(CLIP)
+
+
+@pytest.fixture(scope="session")
 def settings_factory(tmp_path_factory):
     from config import ModelSettings
 

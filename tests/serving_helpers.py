@@ -9,6 +9,10 @@ from contextlib import contextmanager
 
 import uvicorn
 
+# The clip most serving tests send, and what tiny.en hears in it.
+CLIP = "asterisk_all-circuits-busy-now.flac"
+TEXT = "All circuits are busy now."
+
 
 def free_port() -> int:
     with socket.socket() as sock:

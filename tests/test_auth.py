@@ -9,26 +9,18 @@ import hmac
 import openai
 import pytest
 import requests
-from conftest import read_clip
 from pydantic import ValidationError
-from serving_helpers import live_server
+from serving_helpers import TEXT, live_server
 
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
-CLIP = "asterisk_all-circuits-busy-now.flac"
-TEXT = "All circuits are busy now."
 KEY, OTHER_KEY = "sk-test-3f9a1c7e5b2d4e6f8a0b", "sk-second-key-1234567890"
 PROTECTED = [("post", "/"), ("post", "/predict"), ("post", "/invocations"),
              ("post", "/v1/audio/transcriptions"), ("post", "/v1/audio/translations"), ("get", "/v1/models"),
              ("post", "/jobs"), ("get", "/jobs/some-job"), ("delete", "/jobs/some-job")]
-
-
-@pytest.fixture(scope="module")
-def clip() -> bytes:
-    return read_clip(CLIP)
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +52,7 @@ BAD_CREDENTIALS = {
 def test_inference_routes_need_a_valid_key_and_say_nothing_more(server, clip, method, path, headers):
     response = requests.request(method, server.url + path, data=clip, headers=headers, timeout=30)
     assert response.status_code == 401, response.text
+    assert response.headers["WWW-Authenticate"] == "Bearer"
     error = response.json()["error"]
     message = error["message"] if isinstance(error, dict) else error  # OpenAI's shape on /v1
     assert message == auth.UnauthorizedError().message  # the same answer for every failure

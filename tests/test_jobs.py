@@ -20,26 +20,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
-from conftest import ROOT, SHARED_AUDIO, read_clip
-from serving_helpers import free_port, live_server, wait_until
+from conftest import ROOT, SHARED_AUDIO
+from serving_helpers import TEXT, free_port, live_server, wait_until
 
 from whisper_endpoint.jobs import JobSettings, JobStore
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
 
-CLIP = "asterisk_all-circuits-busy-now.flac"
-TEXT = "All circuits are busy now."
 API_KEY = "test-key-0123456789abcdef"
 
 
 @pytest.fixture(scope="module")
-def clip() -> bytes:
-    return read_clip(CLIP)
-
-
-@pytest.fixture(scope="module")
 def job_settings(tmp_path_factory) -> JobSettings:
-    return JobSettings(db=tmp_path_factory.mktemp("jobs") / "jobs.sqlite", poll_s=0.2, max_body_bytes=MB)
+    # The callback receiver listens on loopback: an internal address, allowed here on purpose.
+    return JobSettings(db=tmp_path_factory.mktemp("jobs") / "jobs.sqlite", poll_s=0.2, max_body_bytes=MB,
+                       callback_allow_internal=True)
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +234,7 @@ def _start_server(port: int, db, log):
 def _status(url: str) -> int | None:
     try:
         return requests.get(url, timeout=2).status_code
-    except requests.ConnectionError:
+    except requests.RequestException:  # not listening yet, or too busy loading to answer in time
         return None
 
 
@@ -277,3 +272,21 @@ def test_jobs_survive_a_killed_server(tmp_path, clip):
         except subprocess.TimeoutExpired:
             second.kill()
         log.close()
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data", "http://10.0.0.7:8080/hook",
+                                 "http://localhost:9000/", "http://[::1]/x", "https://192.168.1.1/"])
+def test_callbacks_to_internal_addresses_are_refused_unless_allowed(url, tiny_handler, tmp_path):
+    """A stranger's callback_url must not make the server call its own network (SSRF)."""
+    app = create_app(ServerSettings(), handler=tiny_handler, job_settings=JobSettings(db=tmp_path / "j.sqlite"))
+    with live_server(app) as running:
+        response = requests.post(f"{running.url}/jobs", params={"callback_url": url}, data=b"x",
+                                 headers={"Content-Type": "audio/flac"})
+    assert response.status_code == 422 and "JOBS_CALLBACK_ALLOW_INTERNAL" in response.json()["error"]
+
+
+def test_delivery_checks_the_address_again():
+    from whisper_endpoint.jobs.callbacks import deliver
+
+    status = deliver("http://localhost:9/x", {"id": "j"}, timeout_s=1, attempts=1)
+    assert status.startswith("refused: internal address")

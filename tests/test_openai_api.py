@@ -7,14 +7,12 @@ import json
 import openai
 import pytest
 from conftest import read_clip
-from serving_helpers import live_server
+from serving_helpers import CLIP, TEXT, live_server
 
 from whisper_endpoint.serving import openai_formats
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
-CLIP = "asterisk_all-circuits-busy-now.flac"
-TEXT = "All circuits are busy now."
 SPEAKERS = [
     {"speaker": "SPEAKER_00", "text": " All circuits", "timestamp": [0.0, 0.9]},
     {"speaker": "SPEAKER_01", "text": " are busy now.", "timestamp": [0.9, 1.801]},

@@ -16,7 +16,7 @@ import traceback
 import pytest
 import requests
 from conftest import read_clip
-from serving_helpers import live_server, wait_until
+from serving_helpers import CLIP, live_server, wait_until
 
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
@@ -25,7 +25,6 @@ from whisper_endpoint.serving.settings import ServerSettings
 HF_SECRET = "hf_PrivacyTestTokenXq7Lw2Zr9Kd4Nm8Pv"
 API_SECRET = "sk-privacy-test-key-5Jt3Hc8Wq1Ys6Bn0"
 SECRETS = (HF_SECRET, API_SECRET)
-CLIP = "asterisk_all-circuits-busy-now.flac"
 
 
 class Leaky:

@@ -12,15 +12,12 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 from conftest import CLIPS, read_clip
-from serving_helpers import free_port
+from serving_helpers import CLIP, TEXT, free_port
 
 from whisper_endpoint.batch import collect, run_batch
 
 # Ray's own modules warn about their deprecated pydantic and config use; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-CLIP = "asterisk_all-circuits-busy-now.flac"
-TEXT = "All circuits are busy now."
 
 
 @pytest.fixture(scope="module")

@@ -16,19 +16,12 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import ROOT, read_clip
-from serving_helpers import free_port, live_server, wait_until
+from conftest import ROOT
+from serving_helpers import TEXT, free_port, live_server, wait_until
 
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
 
-CLIP = "asterisk_all-circuits-busy-now.flac"
-TEXT = "All circuits are busy now."
-
-
-@pytest.fixture(scope="module")
-def clip() -> bytes:
-    return read_clip(CLIP)
 
 
 @pytest.fixture(scope="module")

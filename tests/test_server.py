@@ -18,21 +18,14 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from conftest import clip_refs, read_clip
+from conftest import clip_refs
 from pydantic import SecretStr
-from serving_helpers import LiveServer, live_server, wait_until
+from serving_helpers import CLIP, TEXT, LiveServer, live_server, wait_until
 
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
 
-CLIP = "asterisk_all-circuits-busy-now.flac"
-TEXT = "All circuits are busy now."
-
-
-@pytest.fixture(scope="module")
-def clip() -> bytes:
-    return read_clip(CLIP)
 
 
 @pytest.fixture(scope="module")

@@ -110,6 +110,13 @@ def _b64decode(text: str) -> bytes:
         ) from exc
 
 
+def echoed(value) -> str:
+    """A client's value as quoted back in an error: named, but never a huge one in full (a 1 MB
+    'language' would otherwise come back as a 1 MB error)."""
+    text = repr(value)
+    return text if len(text) <= _ECHO_CHARS else f"{text[:_ECHO_CHARS]}... ({len(text)} characters)"
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
     for error in exc.errors():
@@ -117,8 +124,7 @@ def _describe(exc: ValidationError) -> str:
         if error["loc"]:
             where = ".".join(str(part) for part in error["loc"])
             got = repr(error.get("input"))
-            # Name the bad value, but never echo a huge one back (a 1 MB 'language' stays 1 MB otherwise).
-            short = got if len(got) <= _ECHO_CHARS else f"{got[:_ECHO_CHARS]}... ({len(got)} characters)"
+            short = echoed(error.get("input"))
             message = f"parameters.{where}: {message.replace(got, short)} (got {short})"
         parts.append(message)
     return "invalid parameters: " + "; ".join(parts)

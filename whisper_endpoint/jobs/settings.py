@@ -36,6 +36,9 @@ class JobSettings(BaseSettings):
     poll_s: float = Field(2.0, gt=0, description="How often the worker looks for work and expired jobs.")
     callback_timeout_s: float = Field(10.0, gt=0, description="Timeout of one callback request.")
     callback_attempts: int = Field(3, ge=1, le=10, description="Tries per callback (1 s, 2 s, ... apart).")
+    callback_allow_internal: bool = Field(
+        False, description="Allow callbacks to loopback, private and link-local addresses (a trusted network)."
+    )
 
     @property
     def uploads(self) -> Path:

@@ -133,7 +133,8 @@ class Jobs:
     async def _callback(self, job: Job) -> None:
         status = await anyio.to_thread.run_sync(
             lambda: deliver(job.callback_url, job.public(), timeout_s=self.settings.callback_timeout_s,
-                            attempts=self.settings.callback_attempts)
+                            attempts=self.settings.callback_attempts,
+                            allow_internal=self.settings.callback_allow_internal)
         )
         await anyio.to_thread.run_sync(self.store.set_callback_status, job.id, status)
 

@@ -35,6 +35,9 @@ def connect(address: str = "local", num_cpus: float | None = None, num_gpus: flo
     if ray.is_initialized():
         return ray
     if address == "local":
+        # Serve kills its HTTP proxy when it is not ready within 5 s; on a small, busy machine its
+        # start-up alone took 18 s. Workers of a local cluster inherit this environment.
+        os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
         ray.init(num_cpus=num_cpus, num_gpus=num_gpus, include_dashboard=False, _node_ip_address="127.0.0.1",
                  log_to_driver=False, configure_logging=True, logging_level="WARNING")
     else:

@@ -86,6 +86,8 @@ def error_response(request: Request, exc: BaseException) -> JSONResponse:
     retry_after = getattr(error, "retry_after", None)
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
+    if error.status == 401:  # RFC 9110: a 401 names its scheme
+        headers["WWW-Authenticate"] = "Bearer"
     body = error_body(error, openai=request.url.path.startswith("/v1/"))
     return JSONResponse(body, status_code=error.status, headers=headers)
 

@@ -19,6 +19,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError, MissingInputError
+from whisper_endpoint.jobs.callbacks import internal_address
 from whisper_endpoint.jobs.store import QUEUED
 from whisper_endpoint.jobs.worker import Jobs
 from whisper_endpoint.request import parse_parameters
@@ -40,7 +41,8 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
                 f"too many jobs waiting ({jobs.settings.max_queued}, JOBS_MAX_QUEUED); retry later", retry_after=60
             )
         pairs = [(k, v) for k, v in request.query_params.items() if k != "callback_url"]
-        callback = _callback_url(request.query_params.get("callback_url") or request.headers.get("x-callback-url"))
+        callback = _callback_url(request.query_params.get("callback_url") or request.headers.get("x-callback-url"),
+                                 allow_internal=jobs.settings.callback_allow_internal)
         kind = media_type(request.headers)
         parameters = text_parameters(pairs)
         if not is_json(kind):
@@ -95,13 +97,18 @@ def _not_found(job_id: str) -> NotFoundError:
                          code="job_not_found")
 
 
-def _callback_url(url: str | None) -> str | None:
+def _callback_url(url: str | None, *, allow_internal: bool) -> str | None:
     if url is None:
         return None
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise with_param(InvalidParameterError(
             f"callback_url must be an absolute http:// or https:// URL, got {url[:200]!r}"), "callback_url")
+    # Literal addresses are refused here; names are checked when the callback is made (no DNS wait).
+    if not allow_internal and internal_address(parts.hostname, resolve=False) is not None:
+        raise with_param(InvalidParameterError(
+            f"callback_url points to an internal address ({parts.hostname}); this server only calls public "
+            "addresses unless JOBS_CALLBACK_ALLOW_INTERNAL is set"), "callback_url")
     return url
 
 
@@ -109,7 +116,7 @@ async def _receive(request: Request, path: Path, limit: int, timeout_s: float) -
     """Stream the body into ``path`` (a partial file never becomes a job: the caller removes it)."""
     size = 0
     with open(path, "wb") as file:
-        async for chunk in limited_stream(request, limit, timeout_s):
+        async for chunk in limited_stream(request, limit, timeout_s, "JOBS_MAX_BODY_BYTES"):
             file.write(chunk)
             size += len(chunk)
         file.flush()

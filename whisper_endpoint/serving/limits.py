@@ -61,16 +61,19 @@ class InferenceGate:
         return max(1, math.ceil(self._mean_s * backlog / self.max_concurrency))
 
 
-async def read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+async def read_body(request: Request, limit: int, timeout_s: float, setting: str = "MAX_BODY_BYTES") -> bytes:
     """The whole body, refused with 413 as soon as it passes ``limit`` bytes."""
-    return b"".join([chunk async for chunk in limited_stream(request, limit, timeout_s)])
+    return b"".join([chunk async for chunk in limited_stream(request, limit, timeout_s, setting)])
 
 
-async def limited_stream(request: Request, limit: int, timeout_s: float) -> AsyncIterator[bytes]:
-    """The body piece by piece; 413 past ``limit``, 408 when the next piece takes over ``timeout_s``."""
+async def limited_stream(
+    request: Request, limit: int, timeout_s: float, setting: str = "MAX_BODY_BYTES"
+) -> AsyncIterator[bytes]:
+    """The body piece by piece; 413 past ``limit`` (``setting`` names where it comes from), 408 when
+    the next piece takes over ``timeout_s``."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit, f"Content-Length is {int(declared)} bytes")
+        raise _too_large(limit, f"Content-Length is {int(declared)} bytes", setting)
     received = 0
     chunks = request.stream().__aiter__()
     while True:
@@ -80,17 +83,18 @@ async def limited_stream(request: Request, limit: int, timeout_s: float) -> Asyn
             return
         except asyncio.TimeoutError:
             raise BodyTimeoutError(
-                f"the request body stopped arriving ({received} bytes after waiting {timeout_s:g} s)"
+                f"the request body stopped arriving ({received} bytes after waiting {timeout_s:g} s; "
+                "setting BODY_TIMEOUT_S)"
             ) from None
         received += len(chunk)
         if received > limit:
-            raise _too_large(limit, f"more than {limit} bytes arrived")
+            raise _too_large(limit, f"more than {limit} bytes arrived", setting)
         yield chunk
 
 
-def _too_large(limit: int, what: str) -> PayloadTooLargeError:
+def _too_large(limit: int, what: str, setting: str) -> PayloadTooLargeError:
     return PayloadTooLargeError(
         f"the request body is too large: {what}; this route accepts at most {limit} bytes "
-        f"({limit / 1024 / 1024:g} MiB)",
+        f"({limit / 1024 / 1024:g} MiB, setting {setting})",
         code="body_too_large",
     )

@@ -22,6 +22,7 @@ from starlette.formparsers import MultiPartParser
 from starlette.responses import Response
 
 from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError, UnsupportedOptionError
+from whisper_endpoint.request import echoed
 from whisper_endpoint.serving.errors import InvalidBodyError, NotFoundError, UnsupportedMediaTypeError, with_param
 from whisper_endpoint.serving.limits import limited_stream
 from whisper_endpoint.serving.openai_formats import render
@@ -166,7 +167,7 @@ def _fields(form: FormData) -> tuple[AudioForm, dict]:
     except ValidationError as exc:
         first = exc.errors()[0]
         param = str(first["loc"][0]) if first["loc"] else None
-        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {e.get('input')!r})"
+        message = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']} (got {echoed(e.get('input'))})"
                             for e in exc.errors())
         raise with_param(InvalidParameterError(f"invalid form field: {message}"), param) from None
     return spec, text_parameters(extra)

@@ -40,7 +40,7 @@ def toolkit_payload(body: bytes, kind: str, parameters: dict) -> dict:
     if is_json(kind):
         try:
             data = json.loads(body)
-        except (UnicodeDecodeError, ValueError):
+        except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nesting too deep
             raise InvalidBodyError(
                 "the body is not valid JSON; send {\"inputs\": \"<base64 audio>\", \"parameters\": {...}} "
                 "or the audio file itself with an audio/* content type"

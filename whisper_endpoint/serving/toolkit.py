@@ -33,9 +33,9 @@ def inference_router(service: InferenceService) -> APIRouter:
     router = APIRouter()
     settings = service.settings
 
-    async def run(request: Request, limit: int, parameters: dict) -> JSONResult:
+    async def run(request: Request, limit: int, parameters: dict, setting: str = "MAX_BODY_BYTES") -> JSONResult:
         service.check_ready()
-        body = await read_body(request, limit, settings.body_timeout_s)
+        body = await read_body(request, limit, settings.body_timeout_s, setting)
         payload = toolkit_payload(body, media_type(request.headers), parameters)
         return JSONResult(await service.run(payload))
 
@@ -48,6 +48,6 @@ def inference_router(service: InferenceService) -> APIRouter:
     async def invocations(request: Request) -> JSONResult:
         attributes = sagemaker_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
         parameters = text_parameters([*request.query_params.items(), *attributes])
-        return await run(request, settings.sagemaker_max_body_bytes, parameters)
+        return await run(request, settings.sagemaker_max_body_bytes, parameters, "SAGEMAKER_MAX_BODY_BYTES")
 
     return router
