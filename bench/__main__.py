@@ -63,7 +63,7 @@ def source_state() -> dict:
 
     def git(*args):
         done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-        return done.stdout.strip()
+        return done.stdout.rstrip()  # porcelain lines start with a space: strip only the end
 
     changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
     return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_changes": changed}

@@ -19,8 +19,11 @@ def _overhead(entry: dict) -> list[str]:
         for label, data in entry.get(backend, {}).items():
             variants = data["variants"]
             ratio = f"{data['ratio_handler_over_raw']:.3f}"
-            if "ratio_handler_over_raw_eager" in data:
-                ratio += f" ({data['ratio_handler_over_raw_eager']:.3f} vs eager attention)"
+            eager = data.get("ratio_handler_over_eager", data.get("ratio_handler_over_raw_eager"))
+            if eager is not None:
+                ratio += f" ({eager:.3f} vs eager attention)"
+            if "ratio_handler_over_chunked" in data:
+                ratio += f" ({data['ratio_handler_over_chunked']:.3f} vs the chunked pipeline, batch 24)"
             cpu = [variants[v].get("median_cpu_s", "-") for v in ("handler", raw)]
             wall = data.get("ratio_handler_over_raw_wall")
             if wall is None:  # results from before CPU time was recorded: the ratio is on wall time

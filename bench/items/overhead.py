@@ -72,20 +72,26 @@ def transformers(plan, lengths=LENGTHS) -> dict:
     raw_eager = backends.raw_pipeline(plan.model, attention="eager")
     out = {}
     for label, audio, repeats, language in _inputs(plan, plan.transformers_long_s, lengths):
-        chunked = label == "long"
+        long = label == "long"
         kwargs = backends.pipeline_kwargs(plan.model, language)
+        decoding: dict = {}
 
-        def mine(audio=audio, language=language):
-            return backends.ask(handler, audio, language=language)["text"]
+        def mine(audio=audio, language=language, decoding=decoding):
+            response = backends.ask(handler, audio, language=language)
+            decoding.update(response["decoding"])
+            return response["text"]
 
-        def pipe(raw, audio=audio, chunked=chunked, kwargs=kwargs):
+        def pipe(raw, audio=audio, kwargs=kwargs, chunked=False):
+            """Without chunk_length_s the pipeline runs Whisper's sequential long-form generate on long
+            audio; with it, 30 s chunks in batches of 24."""
             def call():
                 extra = {"chunk_length_s": 30, "batch_size": 24} if chunked else {}
                 return raw(audio.copy(), return_timestamps=True, generate_kwargs=dict(kwargs), **extra)["text"].strip()
             return call
 
         variants = {"handler": mine, "raw_pipeline": pipe(raw_default), "raw_pipeline_eager": pipe(raw_eager)}
-        if chunked:  # one fp32 pass over long audio takes minutes here: the eager twin only on short audio
+        if long:  # the eager twin only on short audio (fp32 on long audio takes minutes); both long-audio modes
+            variants["raw_pipeline_chunked"] = pipe(raw_default, chunked=True)
             variants.pop("raw_pipeline_eager")
         elif plan.warmup:
             for call in variants.values():
@@ -94,8 +100,10 @@ def transformers(plan, lengths=LENGTHS) -> dict:
         entry = {"audio_s": inputs.seconds_of(audio), "language": language, "repeats": repeats,
                  **_summarise(result, "raw_pipeline"), "ratio_handler_over_raw": _ratio(result, "handler", "raw_pipeline"),
                  "ratio_handler_over_raw_wall": _ratio(result, "handler", "raw_pipeline", "median_s")}
-        if "raw_pipeline_eager" in result:
-            entry["ratio_handler_over_raw_eager"] = _ratio(result, "handler", "raw_pipeline_eager")
+        entry["handler_decoding"] = decoding.get("mode")
+        for other in ("raw_pipeline_eager", "raw_pipeline_chunked"):
+            if other in result:
+                entry[f"ratio_handler_over_{other.removeprefix('raw_pipeline_')}"] = _ratio(result, "handler", other)
         out[label] = entry
     return out
 
