@@ -58,10 +58,17 @@ def _precision(entry: dict) -> list[str]:
 def _speculative(entry: dict) -> list[str]:
     plain = sum(row.get("plain_cpu_s", row["plain_s"]) for row in entry["clips"])
     assisted = sum(row.get("assisted_cpu_s", row["assisted_s"]) for row in entry["clips"])
-    return ["| pair | clips | plain CPU s | assisted CPU s | speed-up | identical text |", "|---|---|---|---|---|---|",
+    rows = ["| pair | clips | plain CPU s | assisted CPU s | speed-up | identical text |", "|---|---|---|---|---|---|",
             f"| {entry['pair']} | {len(entry['clips'])} | {plain:.2f} | {assisted:.2f} | "
             f"{entry['speed_up_plain_over_assisted']:.2f}x | {entry['identical_text']} |",
             "", f"Real small + base pair: {entry['real_small_base_pair']}."]
+    check = entry.get("segment_timestamps_check")
+    if check:
+        rows.append("")
+        rows.append(f"With segment timestamps ({check['clip']}): assisted text "
+                    + ("identical." if check["identical_text"] else
+                       f"DIFFERS: plain \"{check['plain']}\", assisted \"{check['assisted']}\"."))
+    return rows
 
 
 def _batching(entry: dict) -> list[str]:
