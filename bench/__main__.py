@@ -5,7 +5,7 @@ Without --out-dir a full run writes results/benchmarks.json, docs/img/benchmarks
 docs/benchmarks.md; --quick (tiny.en, seconds of audio) writes into a temporary directory instead.
 With --items, the other items' results already in the JSON are kept (re-run one item alone).
 --merge FILE... runs nothing: it takes the items that ran well in other results files (runs split
-across processes or machines), then redraws the plot and the table.
+across processes or machines; the most recent run of an item wins), then redraws the plot and the table.
 """
 
 from __future__ import annotations
@@ -118,12 +118,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def merge(results: dict, others: list[Path]) -> None:
-    """Take each item that ran well elsewhere unless this file already has it done well."""
+    """Take each item that ran well elsewhere, unless this file has it done well and more recently."""
     for other in others:
         data = json.loads(other.read_text())
         results.setdefault("environment", data.get("environment", {}))
         for name, entry in data.get("items", {}).items():
-            if entry.get("status") == "ok" and results["items"].get(name, {}).get("status") != "ok":
+            mine = results["items"].get(name, {})
+            newer = entry.get("finished_at", 0) > mine.get("finished_at", 0)
+            if entry.get("status") == "ok" and (mine.get("status") != "ok" or newer):
                 results["items"][name] = entry
 
 

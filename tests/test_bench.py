@@ -63,7 +63,8 @@ def test_other_items_measure_what_they_claim(quick_run):
     assert set(items["precision"]["precision"]) == {"ctranslate2_int8", "ctranslate2_float32", "transformers_float32"}
     assert set(items["precision"]["beam_size"]) == {"beam_1", "beam_2", "beam_5"}
     assert all(row["assisted_reported"] for row in items["speculative"]["clips"])
-    assert items["speculative"]["identical_text"] == "1/1"
+    assert items["speculative"]["identical_text"] == "1/1"  # lossless without timestamps
+    assert "identical_text" in items["speculative"]["segment_timestamps_check"]
     assert set(items["batching"]["times"]) == {"batch_1", "batch_4"}
     assert all(row["peak_rss_mib"] > row["rss_after_load_mib"] > 0 for row in items["scaling"]["lengths"])
     diarization = items["diarization"]
