@@ -48,7 +48,10 @@ def _precision(ax, entry) -> None:
 
 def _batching(ax, entry) -> None:
     sizes = [int(name.split("_")[1]) for name in entry["times"]]
-    ax.plot(sizes, list(entry["times"].values()), marker="o")
+    ax.plot(sizes, list(entry["times"].values()), marker="o", linestyle="--", label="wall")
+    if "cpu_times" in entry:
+        ax.plot(sizes, list(entry["cpu_times"].values()), marker="o", label="CPU")
+    ax.legend(fontsize=7)
     ax.set_xlabel("batch size")
     ax.set_ylabel("seconds")
     ax.set_title(f"4. Batch size ({entry['audio_s']:.0f} s of long audio)", fontsize=9)
@@ -57,7 +60,11 @@ def _batching(ax, entry) -> None:
 
 def _scaling(ax, entry) -> None:
     minutes = [row["audio_s"] / 60 for row in entry["lengths"]]
-    ax.plot(minutes, [row["time_s"] for row in entry["lengths"]], marker="o", color="#4c72b0")
+    ax.plot(minutes, [row["time_s"] for row in entry["lengths"]], marker="o", color="#4c72b0", linestyle="--",
+            label="wall")
+    if all("cpu_s" in row for row in entry["lengths"]):
+        ax.plot(minutes, [row["cpu_s"] for row in entry["lengths"]], marker="o", color="#4c72b0", label="CPU")
+    ax.legend(fontsize=7, loc="upper left")
     ax.set_xlabel("audio minutes")
     ax.set_ylabel("seconds", color="#4c72b0")
     ax.set_ylim(bottom=0)
@@ -90,11 +97,12 @@ def _memory(ax, entry) -> None:
 
 
 def _diarization(ax, entry) -> None:
-    asr = entry["asr_alone_s"]
-    rest = entry["asr_with_diarization_s"] - asr
+    cpu = "asr_alone_cpu_s" in entry
+    asr = entry["asr_alone_cpu_s" if cpu else "asr_alone_s"]
+    rest = entry["asr_with_diarization_cpu_s" if cpu else "asr_with_diarization_s"] - asr
     ax.bar(["ASR alone", "ASR + diarization"], [asr, asr], color="#4c72b0", label="ASR")
     ax.bar(["ASR + diarization"], [rest], bottom=[asr], color="#dd8452", label="diarization, words, merge")
-    ax.set_ylabel("seconds")
+    ax.set_ylabel("CPU seconds" if cpu else "seconds")
     ax.set_title(f"5. Diarization share {100 * entry['diarization_share']:.0f}% ({entry['audio_s'] / 60:.1f} min)",
                  fontsize=9)
     ax.legend(fontsize=7)
