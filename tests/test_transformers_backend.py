@@ -143,11 +143,17 @@ def test_assisted_greedy_equals_unassisted_with_random_assistant(settings_factor
         assisted = handler({"inputs": read_clip(name), "parameters": {**params, "assisted": True}})
         assert assisted["decoding"]["assisted"] and not plain["decoding"]["assisted"]
         assert assisted["text"] == plain["text"]
-    if decoder_only:  # audio longer than a chunk: assisted windows go one at a time, and it says so
+    if decoder_only:  # audio longer than a chunk: assisted chunks go one at a time, and it says so
         long = handler({"inputs": read_clip("asterisk_conf-adminmenu-162.flac"),
-                        "parameters": {"assisted": True, "chunk_length_s": 10, "batch_size": 4, "language": "en"}})
-        assert long["decoding"]["batch_size"] == 1 and long["decoding"]["assisted"]
+                        "parameters": {"assisted": True, "chunk_length_s": 10, "batch_size": 4, "language": "en",
+                                       "return_timestamps": "none"}})
+        assert long["decoding"]["mode"] == "chunked" and long["decoding"]["batch_size"] == 1
+        assert long["decoding"]["assisted"]
         assert any("batch size 1" in w for w in long["warnings"]) and long["text"]
+    else:  # timestamps: unassisted, and said so (the assisted text can differ there)
+        stamped = handler({"inputs": read_clip(THREE[0]),
+                           "parameters": {"assisted": True, "language": "en", "return_timestamps": "segment"}})
+        assert not stamped["decoding"]["assisted"] and any("timestamps" in w for w in stamped["warnings"])
 
 
 def test_assistant_with_another_tokenizer_is_refused_at_load(settings_factory):

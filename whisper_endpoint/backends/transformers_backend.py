@@ -80,7 +80,9 @@ class TransformersBackend:
         long_audio = len(samples) > options.chunk_length_s * TARGET_RATE
         assisted = "assistant_model" in generate_kwargs
         batch_size = 1 if assisted else options.batch_size
-        chunked = long_audio and self._chunks_long_audio(batch_size)
+        # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
+        # them: assisted long audio is chunked, one chunk at a time.
+        chunked = long_audio and (assisted or self._chunks_long_audio(batch_size))
         if long_audio and batch_size != options.batch_size:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
@@ -126,6 +128,14 @@ class TransformersBackend:
                 warnings.append("'assisted' needs ASSISTANT_MODEL; decoded unassisted")
             elif options.beam_size > 1:
                 warnings.append("assisted decoding is greedy only; beam search ran unassisted")
+            elif options.timestamps != "none":
+                # Measured with real weights (base assisting itself): with timestamp tokens the assisted
+                # text repeated a sentence the unassisted text has once. Speculative decoding must not
+                # change the text, so it runs only where it provably does not.
+                warnings.append(
+                    "assisted decoding runs with return_timestamps 'none' only (with timestamps the "
+                    "assisted text can differ); decoded unassisted"
+                )
             else:
                 kwargs["assistant_model"] = self.assistant
         return kwargs
