@@ -115,22 +115,28 @@ def checkpoints(embedded):
     return segmentation_checkpoint(), campplus_checkpoint()
 
 
-def test_a_local_config_yaml_with_local_checkpoints_loads(tmp_path, checkpoints, sample):
-    """The air-gapped path: a pipeline file whose checkpoints are paths on disk, loaded as a directory
-    and as the file itself."""
+def offline_pipeline_yaml(checkpoints, *, threshold: float, extra: str = "") -> str:
+    """An OfflineSpeakerDiarization pipeline file with local checkpoints and window step 0.5."""
     segmentation, embedding = checkpoints
-    (tmp_path / "config.yaml").write_text(f"""\
+    return f"""\
 pipeline:
   name: whisper_endpoint.diarization.offline.OfflineSpeakerDiarization
   params:
     segmentation: {segmentation}
     embedding: {embedding}
     segmentation_step: 0.5
-    speech_fill: false
-params:
+{extra}params:
   clustering:
-    threshold: 0.6
-""")
+    threshold: {threshold}
+"""
+
+
+def test_a_local_config_yaml_with_local_checkpoints_loads(tmp_path, checkpoints, sample):
+    """The air-gapped path: a pipeline file whose checkpoints are paths on disk, loaded as a directory
+    and as the file itself."""
+    (tmp_path / "config.yaml").write_text(
+        offline_pipeline_yaml(checkpoints, threshold=0.6, extra="    speech_fill: false\n")
+    )
     diarizer = load_diarizer(str(tmp_path), device="cpu")
     assert diarizer.pipeline.segmentation_step == 0.5 and diarizer.pipeline.speech_fill is None
     assert diarizer.diarize(sample[16000 * 6 : 16000 * 22]).speakers == ["SPEAKER_00", "SPEAKER_01"]
@@ -168,18 +174,7 @@ def _hub_snapshot(cache_dir, repo_id: str, files: dict[str, str]) -> None:
 
 
 def test_hub_id_and_local_directory_build_the_same_pipeline(tmp_path, checkpoints, sample, offline_hub):
-    segmentation, embedding = checkpoints
-    config = f"""\
-pipeline:
-  name: whisper_endpoint.diarization.offline.OfflineSpeakerDiarization
-  params:
-    segmentation: {segmentation}
-    embedding: {embedding}
-    segmentation_step: 0.5
-params:
-  clustering:
-    threshold: 0.55
-"""
+    config = offline_pipeline_yaml(checkpoints, threshold=0.55)
     local = tmp_path / "local"
     local.mkdir()
     (local / "config.yaml").write_text(config)
