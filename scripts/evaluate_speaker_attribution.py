@@ -54,17 +54,13 @@ def reference_merge(chunks: list[dict], turns) -> list[dict]:
 
     if not chunks or not turns:
         return []  # the reference crashes here; an empty result is the kindest reading
-    collapsed, first = [], turns[0]
-    previous = first
-    for turn in turns[1:]:
-        if turn.speaker != previous.speaker:
-            collapsed.append((previous.speaker, first.start, turn.start))
-            first = turn
-        previous = turn
-    collapsed.append((first.speaker, first.start, turns[-1].end))
+    # Consecutive same-speaker turns collapsed; a run ends where the next speaker starts.
+    collapsed = [(previous.speaker, turn.start) for previous, turn in zip(turns, turns[1:])
+                 if turn.speaker != previous.speaker]
+    collapsed.append((turns[-1].speaker, turns[-1].end))
     ends = np.array([c["timestamp"][1] if c["timestamp"][1] is not None else sys.float_info.max for c in chunks])
     merged = []
-    for speaker, _, end in collapsed:
+    for speaker, end in collapsed:
         upto = int(np.argmin(np.abs(ends - end)))
         merged.append({"speaker": speaker, "text": "".join(c["text"] for c in chunks[: upto + 1])})
         chunks, ends = chunks[upto + 1 :], ends[upto + 1 :]
@@ -73,10 +69,11 @@ def reference_merge(chunks: list[dict], turns) -> list[dict]:
     return merged
 
 
-def by_speaker(items, speaker_key="speaker", text_key="text") -> dict[str, str]:
+def by_speaker(items) -> dict[str, str]:
+    """Each speaker's words, concatenated in time order."""
     texts: dict[str, list[str]] = {}
     for item in items:
-        texts.setdefault(item[speaker_key], []).append(item[text_key].strip())
+        texts.setdefault(item["speaker"], []).append(item["text"].strip())
     return {speaker: " ".join(parts) for speaker, parts in texts.items()}
 
 
@@ -132,7 +129,8 @@ def evaluate(names: list[str]) -> dict:
             row["asr_words"] = sum(len(s.words or ()) for s in transcript.segments)
         rows[name] = row
         print(name, json.dumps(row, ensure_ascii=False), flush=True)
-    dialogues = [r for n, r in rows.items() if n.startswith(("fillets_barrel", "fillets_cave", "flite")) and "cpwer_ours" in r]
+    dialogues = [row for name, row in rows.items() if FILES[name][0] is not None
+                 and FILES[name][0].parent.name == "dialogues"]
     summary = {}
     if dialogues:
         ours = float(np.mean([r["cpwer_ours"] for r in dialogues]))

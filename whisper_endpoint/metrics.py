@@ -43,7 +43,6 @@ def cp_error_rate(reference: dict[str, str], hypothesis: dict[str, str], *, char
     paired one to one so that the summed edit distance is smallest (an assignment problem, solved
     exactly); unpaired speakers are scored against empty text. Divided by the reference's length.
     """
-    import jiwer
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 
@@ -56,13 +55,15 @@ def cp_error_rate(reference: dict[str, str], hypothesis: dict[str, str], *, char
     size = max(len(refs), len(hyps))
     refs += [""] * (size - len(refs))
     hyps += [""] * (size - len(hyps))
-    costs = np.array([[_edits(ref, hyp, jiwer) for hyp in hyps] for ref in refs])
+    costs = np.array([[_edits(ref, hyp) for hyp in hyps] for ref in refs])
     rows, cols = linear_sum_assignment(costs)
     total = sum(len(ref.split()) for ref in refs)
     return float(costs[rows, cols].sum()) / max(total, 1)
 
 
-def _edits(reference: str, hypothesis: str, jiwer) -> int:
+def _edits(reference: str, hypothesis: str) -> int:
+    import jiwer
+
     ref, hyp = reference.split(), hypothesis.split()
     if not ref or not hyp:
         return len(ref) + len(hyp)

@@ -79,11 +79,11 @@ class TransformersBackend:
         generate_kwargs = self._generate_kwargs(samples, options, warnings)
         long_audio = len(samples) > options.chunk_length_s * TARGET_RATE
         assisted = "assistant_model" in generate_kwargs
-        batch_size = 1 if assisted else options.batch_size
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
         # them: assisted long audio is chunked, one chunk at a time.
-        chunked = long_audio and (assisted or self._chunks_long_audio(batch_size))
-        if long_audio and batch_size != options.batch_size:
+        chunked = long_audio and (assisted or self._chunks_long_audio(options.batch_size))
+        batch_size = options.batch_size if chunked and not assisted else 1
+        if long_audio and assisted and options.batch_size != 1:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
             )
@@ -94,19 +94,17 @@ class TransformersBackend:
             output = self.pipe(
                 {"raw": samples, "sampling_rate": TARGET_RATE},
                 chunk_length_s=options.chunk_length_s if chunked else None,
-                batch_size=batch_size if chunked else 1,
+                batch_size=batch_size,
                 return_timestamps=timestamps,
                 generate_kwargs=generate_kwargs,
             )
-        if not chunked:
-            batch_size = 1
         mode = "chunked" if chunked else "sequential"
         return Transcript(
             segments=_segments(output, options.timestamps, len(samples) / TARGET_RATE),
             language=generate_kwargs.get("language", "en"),
             decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
                       "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
-                      "assisted": "assistant_model" in generate_kwargs},
+                      "assisted": assisted},
             warnings=warnings,
         )
 
@@ -229,7 +227,6 @@ def _sentences(words: list[Word]) -> list[Segment]:
                                     tuple(current)))
             current = []
     return segments
-
 
 
 def _times(chunk: dict, duration: float) -> tuple[float, float]:

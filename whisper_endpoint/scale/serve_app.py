@@ -83,7 +83,7 @@ class WhisperReplica:
     async def __call__(self, request):
         from starlette.responses import JSONResponse
 
-        from whisper_endpoint.serving.error_handlers import as_endpoint_error, error_body
+        from whisper_endpoint.serving.error_handlers import as_endpoint_error, error_body, error_headers
         from whisper_endpoint.serving.limits import read_body
         from whisper_endpoint.serving.payloads import media_type, text_parameters, toolkit_payload
         from whisper_endpoint.serving.responses import JSONResult
@@ -100,8 +100,7 @@ class WhisperReplica:
                 result = await asyncio.to_thread(self.handler, payload)
         except Exception as exc:
             error = as_endpoint_error(exc)
-            if getattr(error, "retry_after", None) is not None:
-                headers["Retry-After"] = str(error.retry_after)
+            headers.update(error_headers(error))
             return JSONResponse(error_body(error, openai=False), status_code=error.status, headers=headers)
         return JSONResult(result, headers=headers)
 

@@ -78,18 +78,23 @@ def error_body(error: EndpointError, *, openai: bool) -> dict:
     }
 
 
-def error_response(request: Request, exc: BaseException) -> JSONResponse:
-    error = as_endpoint_error(exc)
-    if error.status < 500:
-        logger.info("%s %s -> %s %s", request.method, request.url.path, error.status, error.code)
+def error_headers(error: EndpointError) -> dict[str, str]:
+    """The headers an error's response carries besides its body."""
     headers = {}
     retry_after = getattr(error, "retry_after", None)
     if retry_after is not None:
         headers["Retry-After"] = str(retry_after)
     if error.status == 401:  # RFC 9110: a 401 names its scheme
         headers["WWW-Authenticate"] = "Bearer"
+    return headers
+
+
+def error_response(request: Request, exc: BaseException) -> JSONResponse:
+    error = as_endpoint_error(exc)
+    if error.status < 500:
+        logger.info("%s %s -> %s %s", request.method, request.url.path, error.status, error.code)
     body = error_body(error, openai=request.url.path.startswith("/v1/"))
-    return JSONResponse(body, status_code=error.status, headers=headers)
+    return JSONResponse(body, status_code=error.status, headers=error_headers(error))
 
 
 def install(app) -> None:
