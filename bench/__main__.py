@@ -39,7 +39,7 @@ ITEMS = {
     "diarization": "5",
 }
 # Extra items, run only when named: parts of item 1 alone (the transformers backend changes most often).
-EXTRA_ITEMS = {"overhead_transformers": "1", "overhead_short": "1", "diarization_merge": "5"}
+EXTRA_ITEMS = {"overhead_transformers": "1", "overhead_ctranslate2": "1", "overhead_short": "1", "diarization_merge": "5"}
 
 
 def run_item(name: str, plan, workdir: Path) -> dict:

@@ -137,7 +137,7 @@ SECTIONS = (
 
 
 def _overhead_entry(results: dict, entry: dict | None) -> dict | None:
-    """Item 1 with each figure from its latest run (re-runs of a part: overhead_short, overhead_transformers)."""
+    """Item 1 with each figure from its latest run (re-runs of a part: overhead_short, overhead_ctranslate2, overhead_transformers)."""
     from bench.items.overhead import parts
 
     merged = parts(results)

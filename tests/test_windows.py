@@ -1,37 +1,45 @@
-"""Batched windows: cut at pauses, and the remainder of a window that stopped early is found."""
+"""Batched windows: speech packed end to end, times moved back, and a window's unfinished remainder found."""
 
 from dataclasses import dataclass
 
-from whisper_endpoint.backends.windows import Window, group_at_pauses, leftovers
+import numpy as np
+
+from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers
 
 
 @dataclass
 class Seg:
     start: float
     end: float
+    words: list | None = None
 
 
-def test_grouping_joins_speech_up_to_the_window_length():
-    speech = [Window(0, 5), Window(6, 20), Window(21, 28), Window(29, 35), Window(40, 41)]
-    assert group_at_pauses(speech, 29) == [Window(0, 28), Window(29, 41)]
+@dataclass
+class Word:
+    start: float
+    end: float
 
 
-def test_a_span_longer_than_the_window_stays_alone():
-    assert group_at_pauses([Window(0, 2), Window(3, 40)], 29) == [Window(0, 2), Window(3, 40)]
+def test_leftover_is_the_unfinished_remainder():
+    windows = [Window(0, 27.8), Window(27.8, 36)]
+    segments = [Seg(0, 12), Seg(12, 24), Seg(27.8, 36)]  # the first window stopped at 24 s
+    assert leftovers(windows, segments) == [Window(24, 27.8)]
 
 
-def test_leftover_is_the_unfinished_remainder_with_speech():
-    windows = [Window(0, 27.8), Window(28, 36)]
-    speech = [Window(0, 23), Window(23.8, 27.6), Window(28, 36)]
-    segments = [Seg(0, 12), Seg(12, 24), Seg(28, 36)]  # the first window stopped at 24 s
-    assert leftovers(windows, segments, speech) == [Window(24, 27.8)]
-
-
-def test_no_leftover_for_trailing_silence_or_a_short_tail():
-    windows = [Window(0, 27.8)]
-    assert leftovers(windows, [Seg(0, 24)], [Window(0, 23.9)]) == []  # no speech after 24 s
-    assert leftovers(windows, [Seg(0, 27.2)], [Window(0, 27.8)]) == []  # tail under a second
+def test_no_leftover_for_a_tail_under_a_second():
+    assert leftovers([Window(0, 27.8)], [Seg(0, 27.2)]) == []
 
 
 def test_a_window_with_no_segment_is_retried_whole():
-    assert leftovers([Window(5, 20)], [], [Window(5, 20)]) == [Window(5, 20)]
+    assert leftovers([Window(5, 20)], []) == [Window(5, 20)]
+
+
+def test_packed_times_go_back_to_the_original_audio():
+    # Speech at 1-2 s and 5-6 s of the original: 0-1 s and 1-2 s once packed.
+    speech = [{"start": 1 * TARGET_RATE, "end": 2 * TARGET_RATE}, {"start": 5 * TARGET_RATE, "end": 6 * TARGET_RATE}]
+    packed = PackedSpeech(np.zeros(2 * TARGET_RATE, dtype=np.float32), [Window(0, 2)], speech)
+    plain, worded = Seg(0.25, 0.75), Seg(1.2, 1.8, [Word(1.2, 1.4), Word(1.5, 1.8)])
+    restored = packed.original_times([plain, worded])
+    assert [(s.start, s.end) for s in restored] == [(1.25, 1.75), (5.2, 5.8)]
+    assert [(w.start, w.end) for w in restored[1].words] == [(5.2, 5.4), (5.5, 5.8)]

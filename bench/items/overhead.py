@@ -117,6 +117,11 @@ def run_transformers(plan) -> dict:
     return {"transformers": transformers(plan)}
 
 
+def run_ctranslate2(plan) -> dict:
+    """The ctranslate2 half alone (``--items overhead_ctranslate2``), e.g. after its windows changed."""
+    return {"ctranslate2": ctranslate2(plan)}
+
+
 def run_short(plan) -> dict:
     """Both backends on the short clip only (``--items overhead_short``)."""
     return {"ctranslate2": ctranslate2(plan, ("short",)), "transformers": transformers(plan, ("short",))}
@@ -124,9 +129,10 @@ def run_short(plan) -> dict:
 
 def parts(results: dict) -> dict | None:
     """Item 1 as {backend: {length: figures}}, each figure from the latest run that measured it
-    (``overhead``, then ``overhead_short`` / ``overhead_transformers`` re-runs, by finishing time)."""
+    (``overhead``, then ``overhead_short`` / ``overhead_ctranslate2`` / ``overhead_transformers`` re-runs,
+    by finishing time)."""
     items = results.get("items", {})
-    runs = [items[name] for name in ("overhead", "overhead_short", "overhead_transformers")
+    runs = [items[name] for name in ("overhead", "overhead_short", "overhead_ctranslate2", "overhead_transformers")
             if items.get(name, {}).get("status") == "ok"]
     merged: dict = {}
     for entry in sorted(runs, key=lambda e: e.get("finished_at", 0)):

@@ -1,8 +1,8 @@
 """CTranslate2 backend through faster-whisper: int8/float16/float32, much faster than PyTorch on CPU.
 
 Audio that fits one window runs through ``WhisperModel.transcribe`` (sequential, conditioned on
-previous text). Longer audio runs through ``BatchedInferencePipeline`` over windows cut at pauses
-found by the bundled Silero VAD (see windows.py), ``batch_size`` windows at once; the response's
+previous text). Longer audio runs through ``BatchedInferencePipeline`` over the speech found by the
+bundled Silero VAD, packed into windows (see windows.py), ``batch_size`` windows at once; the response's
 ``decoding`` block says which path ran.
 """
 
@@ -75,22 +75,21 @@ class CTranslate2Backend:
         )
 
     def _batched(self, samples: np.ndarray, options: DecodeOptions, kwargs: dict):
-        """Decode windows cut at pauses, then once more what any window left out (see windows.py)."""
-        max_window = max(1, options.chunk_length_s - 1)  # VAD padding must not push past 30 s
-        speech = windows.speech_spans(samples, max_window)
-        groups = windows.group_at_pauses(speech, max_window)
-        if not groups:
+        """Decode the speech packed into windows, then once more what any window left out (see windows.py)."""
+        packed = windows.pack_speech(samples, options.chunk_length_s)
+        if not packed.windows:
             return [], options.language, None
-        segments, info = self._decode_windows(samples, groups, options, kwargs)
-        missed = windows.leftovers(groups, segments, speech)
+        segments, info = self._decode_windows(packed.audio, packed.windows, options, kwargs)
+        missed = windows.leftovers(packed.windows, segments)
         if missed:
             retry = {**kwargs, "language": info.language}
-            segments = sorted(segments + self._decode_windows(samples, missed, options, retry)[0], key=lambda s: s.start)
+            segments += self._decode_windows(packed.audio, missed, options, retry)[0]
+        segments = packed.original_times(sorted(segments, key=lambda s: s.start))
         return segments, info.language, info.language_probability
 
-    def _decode_windows(self, samples, groups, options, kwargs):
+    def _decode_windows(self, audio, groups, options, kwargs):
         generator, info = self.batched.transcribe(
-            samples, batch_size=options.batch_size, clip_timestamps=[w.clip() for w in groups], **kwargs
+            audio, batch_size=options.batch_size, clip_timestamps=[w.clip() for w in groups], **kwargs
         )
         return list(generator), info
 

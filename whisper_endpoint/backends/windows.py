@@ -1,23 +1,28 @@
-"""Windows for batched decoding of long audio: cut at pauses, and re-decode what a window left out.
+"""Windows for batched decoding of long audio: speech packed end to end, then a second look at what
+a window left out.
+
+Packing is faster-whisper's own batched recipe (its VAD options, ``collect_chunks``,
+``restore_speech_timestamps``): the pauses between speech are cut out, so 13.4 min of dialogue is
+25 windows instead of the 30 that cutting at pauses gave, and the decoder sees only speech.
 
 Whisper declines to transcribe an utterance that ends close to its window's end (it expects the
 next window to carry it): the sequential decoder then seeks back and decodes it again, but a batched
 decoder has no next window, so faster-whisper's batched mode silently drops such utterances (seen on
-../shared/audio/ja: 4 s of speech lost, CER 26% instead of 11%). We group speech found by the VAD
-into windows that end at pauses, and give every window whose transcript stops early a second pass
-over its remainder, as the sequential decoder's seek would.
+../shared/audio/ja: a whole utterance lost, CER 17% instead of 13%). Every window whose transcript
+stops early gets a second pass over its remainder, as the sequential decoder's seek would. Each
+remainder is decoded alone, so that its timestamps cannot straddle two unrelated stretches of speech
+(on the long file: 2 remainders, 6.5 s of audio, about 4.5% of the decoding's CPU time).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
 
-MIN_LEFTOVER_S = 1.0  # a remainder shorter than this is trailing padding, not missed speech
-MIN_LEFTOVER_SPEECH_S = 0.3
+MIN_LEFTOVER_S = 1.0  # a remainder shorter than this is the VAD's padding, not missed speech
 
 
 @dataclass(frozen=True)
@@ -28,36 +33,41 @@ class Window:
     def clip(self) -> dict:
         return {"start": self.start, "end": self.end}
 
+@dataclass(frozen=True)
+class PackedSpeech:
+    """Speech only, joined end to end; ``windows`` are in this packed time."""
 
-def speech_spans(samples: np.ndarray, max_window_s: float) -> list[Window]:
-    from faster_whisper.vad import VadOptions, get_speech_timestamps
+    audio: np.ndarray
+    windows: list[Window]
+    speech: list[dict] = field(default_factory=list)  # the spans, in samples of the original audio
 
-    options = VadOptions(max_speech_duration_s=max_window_s, min_silence_duration_ms=160)
-    return [Window(s["start"] / TARGET_RATE, s["end"] / TARGET_RATE) for s in get_speech_timestamps(samples, options)]
+    def original_times(self, segments: list) -> list:
+        """Segments (and their words) decoded on the packed audio, moved back to the original time."""
+        from faster_whisper.transcribe import restore_speech_timestamps
 
-
-def group_at_pauses(speech: list[Window], max_window_s: float) -> list[Window]:
-    """Join consecutive speech spans while the window stays within max_window_s."""
-    windows: list[Window] = []
-    for span in speech:
-        if windows and span.end - windows[-1].start <= max_window_s:
-            windows[-1] = Window(windows[-1].start, span.end)
-        else:
-            windows.append(span)
-    return windows
+        return list(restore_speech_timestamps(segments, self.speech, TARGET_RATE))
 
 
-def leftovers(windows: list[Window], segments: list, speech: list[Window]) -> list[Window]:
-    """The part of each window after its last decoded segment, where the VAD still hears speech."""
+def pack_speech(samples: np.ndarray, window_s: float) -> PackedSpeech:
+    """Speech found by faster-whisper's bundled Silero VAD, packed into windows of at most window_s."""
+    from faster_whisper.vad import VadOptions, collect_chunks, get_speech_timestamps
+
+    # The options faster-whisper's BatchedInferencePipeline uses by default.
+    options = VadOptions(max_speech_duration_s=window_s, min_silence_duration_ms=160)
+    speech = get_speech_timestamps(samples, options)
+    if not speech:
+        return PackedSpeech(np.zeros(0, dtype=np.float32), [])
+    chunks, metadata = collect_chunks(samples, speech, max_duration=window_s)
+    windows = [Window(m["offset"], m["offset"] + m["duration"]) for m in metadata]
+    return PackedSpeech(np.concatenate(chunks), windows, speech)
+
+
+def leftovers(windows: list[Window], segments: list) -> list[Window]:
+    """The part of each window after its last decoded segment, when it is long enough to be speech."""
     found = []
     for window in windows:
         inside = [s.end for s in segments if window.start <= s.start < window.end]
-        covered = max(inside, default=window.start)
-        rest = Window(covered, window.end)
-        if rest.end - rest.start >= MIN_LEFTOVER_S and _speech_in(rest, speech) >= MIN_LEFTOVER_SPEECH_S:
+        rest = Window(max(inside, default=window.start), window.end)
+        if rest.end - rest.start >= MIN_LEFTOVER_S:
             found.append(rest)
     return found
-
-
-def _speech_in(window: Window, speech: list[Window]) -> float:
-    return sum(max(0.0, min(s.end, window.end) - max(s.start, window.start)) for s in speech)
