@@ -47,11 +47,15 @@ def clip(name: str) -> np.ndarray:
 
 
 def long_audio(plan, seconds: float | None = None) -> np.ndarray:
-    """The plan's long file, cut to ``seconds`` or repeated end to end to reach it (27 min = two copies)."""
+    """The plan's long file, cut to ``seconds`` or repeated end to end to reach it (27 min = two copies);
+    with ``plan.long_speech_s``, that much speech followed by silence up to ``seconds``."""
     audio = samples(SHARED_AUDIO / plan.long_source)
     if seconds is None:
         return audio
     wanted = int(seconds * RATE)
+    if plan.long_speech_s is not None:
+        speech = audio[: int(plan.long_speech_s * RATE)]
+        return np.concatenate([speech, np.zeros(max(0, wanted - len(speech)), dtype=audio.dtype)])[:wanted]
     copies = -(-wanted // len(audio))
     return np.tile(audio, copies)[:wanted].copy()  # a copy: the tiled source can be freed
 

@@ -26,6 +26,9 @@ class Plan:
     speculative_clips: int
     latency_requests: int  # item 7: one at a time
     load: tuple[tuple[int, int], ...]  # item 7: (concurrency, requests)
+    # Seconds of the long source kept as speech in every long input, the rest silence; None = all
+    # speech. The smoke run only needs the long-audio paths to run, not to decode 30 s of talk.
+    long_speech_s: float | None = None
 
     @property
     def language(self) -> str:
@@ -78,4 +81,5 @@ QUICK = Plan(
     speculative_clips=1,
     latency_requests=1,
     load=((1, 1), (4, 4)),
+    long_speech_s=6.0,
 )

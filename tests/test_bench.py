@@ -2,6 +2,7 @@
 
 No timing is asserted (timings belong in the benchmark results); what is checked is that each item
 ran, measured what it claims, and that the results file, the plot and the table come out of it.
+The tiny inputs keep the long-audio paths running (over 30 s) on a few seconds of speech.
 """
 
 from __future__ import annotations
@@ -10,29 +11,57 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from conftest import ROOT
 
 ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling", "diarization"}
+# Two processes at once, one per core (timings mean nothing here; the GPU script's CPU run goes
+# alongside), then --merge joins their results: the run fits the smoke test's minute, and the merge
+# used for split runs is exercised too.
+GROUPS = (("overhead", "speculative", "diarization"), ("serving", "precision", "batching", "scaling"))
+
+
+GPU_SCRIPT = ["bench/gpu_transformers.py", "--size", "tiny", "--device", "cpu", "--batch-sizes", "1", "2",
+              "--decode-tokens", "4", "--repeats", "1"]
+
+
+@dataclass
+class QuickRun:
+    parts: list[tuple[int, Path]]  # (exit status, log) of each split run
+    merged: subprocess.CompletedProcess
+    out: Path
+    gpu_script: tuple[int, Path, Path]  # (exit status, stdout, stderr) of the GPU script on CPU
 
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    completed = subprocess.run([sys.executable, "-m", "bench", "--quick", "--out-dir", str(out)], cwd=ROOT,
-                               env=env, capture_output=True, text=True, timeout=900)
-    return completed, out
+    bench = [sys.executable, "-m", "bench", "--quick"]
+    logs = [out / f"part{index}.log" for index in range(len(GROUPS))]
+    runs = [subprocess.Popen([*bench, "--items", *group, "--out-dir", str(out / f"part{index}")], cwd=ROOT, env=env,
+                             stdout=subprocess.DEVNULL, stderr=logs[index].open("w"))
+            for index, group in enumerate(GROUPS)]
+    gpu_out, gpu_err = out / "gpu.json", out / "gpu.log"
+    gpu = subprocess.Popen([sys.executable, *GPU_SCRIPT], cwd=ROOT, env=env, stdout=gpu_out.open("w"),
+                           stderr=gpu_err.open("w"))
+    parts = [(run.wait(timeout=900), log) for run, log in zip(runs, logs)]
+    merged = subprocess.run([*bench, "--merge", *(str(out / f"part{i}" / "benchmarks.json") for i in range(len(GROUPS))),
+                             "--out-dir", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return QuickRun(parts, merged, out, (gpu.wait(timeout=300), gpu_out, gpu_err))
 
 
 def test_every_item_runs_and_reports(quick_run):
-    completed, out = quick_run
-    results = json.loads((out / "benchmarks.json").read_text())
+    for status, log in quick_run.parts:
+        assert status == 0, log.read_text()[-3000:]
+    results = json.loads((quick_run.out / "benchmarks.json").read_text())
     failed = {name: entry.get("error") for name, entry in results["items"].items() if entry["status"] != "ok"}
     assert not failed, failed
-    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert quick_run.merged.returncode == 0, quick_run.merged.stderr[-3000:]
     assert set(results["items"]) == ITEMS
     assert results["environment"]["model"] == "embedded:tiny.en"
     for entry in results["items"].values():
@@ -40,7 +69,7 @@ def test_every_item_runs_and_reports(quick_run):
 
 
 def test_overhead_compares_handler_with_each_raw_backend(quick_run):
-    results = json.loads((quick_run[1] / "benchmarks.json").read_text())["items"]["overhead"]
+    results = json.loads((quick_run.out / "benchmarks.json").read_text())["items"]["overhead"]
     for backend, raw in (("ctranslate2", "raw_faster_whisper"), ("transformers", "raw_pipeline")):
         for label in ("short", "long"):
             data = results[backend][label]
@@ -51,7 +80,7 @@ def test_overhead_compares_handler_with_each_raw_backend(quick_run):
 
 
 def test_load_test_answers_every_request(quick_run):
-    serving = json.loads((quick_run[1] / "benchmarks.json").read_text())["items"]["serving"]
+    serving = json.loads((quick_run.out / "benchmarks.json").read_text())["items"]["serving"]
     assert serving["failed_requests"] == 0
     for level in serving["load"]:
         assert level["ok"] == level["requests"]
@@ -59,7 +88,7 @@ def test_load_test_answers_every_request(quick_run):
 
 
 def test_other_items_measure_what_they_claim(quick_run):
-    items = json.loads((quick_run[1] / "benchmarks.json").read_text())["items"]
+    items = json.loads((quick_run.out / "benchmarks.json").read_text())["items"]
     assert set(items["precision"]["precision"]) == {"ctranslate2_int8", "ctranslate2_float32", "transformers_float32"}
     assert set(items["precision"]["beam_size"]) == {"beam_1", "beam_2", "beam_5"}
     assert all(row["assisted_reported"] for row in items["speculative"]["clips"])
@@ -74,7 +103,7 @@ def test_other_items_measure_what_they_claim(quick_run):
 
 
 def test_plot_and_table_come_from_the_results(quick_run):
-    out = quick_run[1]
+    out = quick_run.out
     assert (out / "benchmarks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = (out / "benchmarks.md").read_text()
     assert "<!-- bench:results begin -->" in table and "not run" not in table and "failed:" not in table
@@ -82,13 +111,10 @@ def test_plot_and_table_come_from_the_results(quick_run):
     assert f"{overhead['ctranslate2']['short']['ratio_handler_over_raw']:.3f}" in table
 
 
-def test_gpu_script_runs_at_a_tiny_size_on_cpu():
-    completed = subprocess.run(
-        [sys.executable, "bench/gpu_transformers.py", "--size", "tiny", "--device", "cpu", "--batch-sizes", "1", "2",
-         "--decode-tokens", "4", "--repeats", "1"],
-        cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"}, capture_output=True, text=True, timeout=300)
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    result = json.loads(completed.stdout)
+def test_gpu_script_runs_at_a_tiny_size_on_cpu(quick_run):
+    status, stdout, stderr = quick_run.gpu_script
+    assert status == 0, stderr.read_text()[-2000:]
+    result = json.loads(stdout.read_text())
     assert [row["batch_size"] for row in result["rows"]] == [1, 2]
     assert result["measured_on"].startswith("cpu") and result["decode_tokens"] == 4
     assert all(row["tokens_per_s"] > 0 for row in result["rows"])
