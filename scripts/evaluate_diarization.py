@@ -28,13 +28,15 @@ sys.path.insert(0, str(ROOT))
 AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
 COLLAR = 0.25
 
-# (name, what changed, window step, clustering threshold, speech fill)
+# (name, what changed, window step, clustering threshold, speech fill, turn check)
 VARIANTS = [
-    ("first assembly", "offline-models.md's untuned assembly", 0.25, 0.65, False),
-    ("+ speech fill", "Silero VAD (threshold 0.2) speech given to the nearest speaker", 0.25, 0.65, True),
-    ("embedded, CPU default", "clustering threshold 0.6 (no change at this step)", 0.25, 0.6, True),
-    ("step 0.1, no fill", "window step 0.1 alone", 0.1, 0.6, False),
-    ("embedded, GPU default", "window step 0.1 + speech fill", 0.1, 0.6, True),
+    ("first assembly", "offline-models.md's untuned assembly", 0.25, 0.65, False, False),
+    ("+ speech fill", "Silero VAD (threshold 0.2) speech given to the nearest speaker", 0.25, 0.65, True, False),
+    ("threshold 0.6", "clustering threshold 0.6 (no change at this step)", 0.25, 0.6, True, False),
+    ("step 0.1, no fill", "window step 0.1 alone", 0.1, 0.6, False, False),
+    ("step 0.1 + speech fill", "window step 0.1 + speech fill", 0.1, 0.6, True, False),
+    ("embedded default", "+ each turn of 1 s or more re-embedded alone, nearest centroid (turn_check.py)",
+     0.1, 0.6, True, True),
 ]
 
 
@@ -118,6 +120,7 @@ def evaluate(threads: int | None) -> dict:
 
     from whisper_endpoint.diarization import pyannote_quietly
     from whisper_endpoint.diarization.speech_fill import SpeechFillOptions
+    from whisper_endpoint.diarization.turn_check import MIN_DURATION_S
 
     if threads:
         torch.set_num_threads(threads)
@@ -129,7 +132,7 @@ def evaluate(threads: int | None) -> dict:
     references = {name: read_rttm(rttm) for name, (_, rttm) in files.items()}
     pipelines: dict[float, OfflineSpeakerDiarization] = {}
     rows = []
-    for name, change, step, threshold, fill in VARIANTS:
+    for name, change, step, threshold, fill, check in VARIANTS:
         first_run = step not in pipelines
         if first_run:
             pipelines[step] = OfflineSpeakerDiarization(segmentation_step=step)
@@ -137,6 +140,7 @@ def evaluate(threads: int | None) -> dict:
         pipeline = pipelines[step]
         pipeline.instantiate({"clustering": {"threshold": threshold}})
         pipeline.speech_fill = SpeechFillOptions() if fill else None
+        pipeline.turn_check = MIN_DURATION_S if check else None
         per_file = {}
         for file, samples in audio.items():
             started = time.perf_counter()
@@ -154,6 +158,7 @@ def evaluate(threads: int | None) -> dict:
             "segmentation_step": step,
             "clustering_threshold": threshold,
             "speech_fill": fill,
+            "turn_check": check,
             "files": per_file,
             "mean_der_dialogues_and_sample": round(float(np.mean(required)), 2),
             "mean_der_all": round(float(np.mean([r["der"] for r in per_file.values()])), 2),

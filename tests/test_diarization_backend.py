@@ -108,6 +108,31 @@ def test_noise_is_nobody_and_short_speech_does_not_crash(embedded, sample):
     assert len(short.speakers) <= 1
 
 
+def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, sample):
+    """The real CAM++ embedding of a turn, against the real centroids: a turn handed to the other
+    speaker is found and moved back (turn_check.py; here on the pyannote sample's longest turn)."""
+    import torch
+    from pyannote.core import Timeline
+
+    from whisper_endpoint.diarization import turn_check
+
+    pipeline = embedded.pipeline
+    output = pipeline({"waveform": torch.from_numpy(sample)[None], "sample_rate": 16000, "uri": "sample"})
+    labels = output.speaker_diarization.labels()
+    turn, track, label = max(output.exclusive_speaker_diarization.itertracks(yield_label=True),
+                             key=lambda item: item[0].duration)
+    other = next(name for name in labels if name != label)
+    wrong = output.exclusive_speaker_diarization.copy()
+    wrong[turn, track] = other
+    embed = pipeline.embedder(sample)
+    assert turn_check.moves(output.exclusive_speaker_diarization, labels, output.speaker_embeddings, embed) == []
+    found = turn_check.moves(wrong, labels, output.speaker_embeddings, embed)
+    assert found == [turn_check.Move(turn, other, label)]
+    fixed = turn_check.apply(wrong, found)
+    assert fixed.label_timeline(label).covers(Timeline([turn]))
+    assert not fixed.label_timeline(other).crop(turn)  # nothing of the turn is left with the other speaker
+
+
 @pytest.fixture(scope="module")
 def checkpoints(embedded):
     from whisper_endpoint.diarization.campplus import campplus_checkpoint, segmentation_checkpoint

