@@ -64,10 +64,11 @@ def _speculative(entry: dict) -> list[str]:
             "", f"Real small + base pair: {entry['real_small_base_pair']}."]
     check = entry.get("segment_timestamps_check")
     if check:
-        rows.append("")
-        rows.append(f"With segment timestamps ({check['clip']}): assisted text "
-                    + ("identical." if check["identical_text"] else
-                       f"DIFFERS: plain \"{check['plain']}\", assisted \"{check['assisted']}\"."))
+        declined = check.get("assisted_ran") is False  # absent in results from before the handler declined
+        note = f"the handler declined assistance ({'; '.join(check.get('warnings', []))}); " if declined else ""
+        outcome = ("identical." if check["identical_text"] else
+                   f"DIFFERS: plain \"{check['plain']}\", assisted \"{check['assisted']}\".")
+        rows += ["", f"With segment timestamps ({check['clip']}): {note}the assisted request's text is {outcome}"]
     return rows
 
 

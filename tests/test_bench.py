@@ -93,7 +93,8 @@ def test_other_items_measure_what_they_claim(quick_run):
     assert set(items["precision"]["beam_size"]) == {"beam_1", "beam_2", "beam_5"}
     assert all(row["assisted_reported"] for row in items["speculative"]["clips"])
     assert items["speculative"]["identical_text"] == "1/1"  # lossless without timestamps
-    assert "identical_text" in items["speculative"]["segment_timestamps_check"]
+    segment_check = items["speculative"]["segment_timestamps_check"]  # assistance declined with timestamps
+    assert segment_check["identical_text"] and segment_check["assisted_ran"] is False and segment_check["warnings"]
     assert set(items["batching"]["times"]) == {"batch_1", "batch_4"}
     assert all(row["peak_rss_mib"] > row["rss_after_load_mib"] > 0 for row in items["scaling"]["lengths"])
     diarization = items["diarization"]
