@@ -27,6 +27,12 @@ def test_leftover_is_the_unfinished_remainder():
     assert leftovers(windows, segments) == [Window(24, 27.8)]
 
 
+def test_a_segment_starting_just_before_the_next_window_belongs_to_it():
+    windows = [Window(0, 29.296), Window(29.296, 36.48)]
+    segments = [Seg(0, 27.48), Seg(29.29, 32.43), Seg(32.97, 36.2)]  # the second starts 6 ms before its window
+    assert leftovers(windows, segments) == [Window(27.48, 29.296)]
+
+
 def test_no_leftover_for_a_tail_under_a_second():
     assert leftovers([Window(0, 27.8)], [Seg(0, 27.2)]) == []
 

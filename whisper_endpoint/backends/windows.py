@@ -66,7 +66,8 @@ def leftovers(windows: list[Window], segments: list) -> list[Window]:
     """The part of each window after its last decoded segment, when it is long enough to be speech."""
     found = []
     for window in windows:
-        inside = [s.end for s in segments if window.start <= s.start < window.end]
+        # By midpoint: a segment of the next window may start a few ms early (word timestamps do).
+        inside = [s.end for s in segments if window.start <= (s.start + s.end) / 2 < window.end]
         rest = Window(max(inside, default=window.start), window.end)
         if rest.end - rest.start >= MIN_LEFTOVER_S:
             found.append(rest)
