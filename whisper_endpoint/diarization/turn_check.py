@@ -8,10 +8,11 @@ Embedding each exclusive turn of at least ``min_duration`` seconds on its own, a
 speaker whose centroid is nearest, corrects that; turns that already match keep their label.
 The same move is applied to the regular (overlap-aware) diarization over the same time span.
 
-Measured (scripts/evaluate_diarization.py, evaluate_speaker_attribution.py): no turn moves on the tuning files (the pyannote sample,
-the game dialogues, flite); speaker confusion falls from 7.7% to 3.2% of speech on the Japanese
-meeting and from 1.8% to 0.7% on the 13.4 min file, both held out. ``min_duration`` (1 s) was set
-before those runs and not changed after: shorter speech gives unreliable embeddings.
+Measured (scripts/evaluate_diarization.py, scripts/evaluate_speaker_attribution.py): no turn moves
+on the tuning files (the pyannote sample, the game dialogues, flite); speaker confusion falls from
+7.7% to 3.2% of speech on the Japanese meeting and from 1.8% to 0.7% on the 13.4 min file, both
+held out. ``min_duration`` (1 s) was set before those runs and not changed after: shorter speech
+gives unreliable embeddings.
 """
 
 from __future__ import annotations
