@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers
+from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers, shifted
 
 
 @dataclass
@@ -49,3 +49,9 @@ def test_packed_times_go_back_to_the_original_audio():
     restored = packed.original_times([plain, worded])
     assert [(s.start, s.end) for s in restored] == [(1.25, 1.75), (5.2, 5.8)]
     assert [(w.start, w.end) for w in restored[1].words] == [(5.2, 5.4), (5.5, 5.8)]
+
+
+def test_a_remainder_decoded_alone_is_moved_to_its_window():
+    segment = shifted(Seg(0.5, 1.5, [Word(0.5, 0.9), Word(1.0, 1.5)]), 27.48)
+    assert (segment.start, segment.end) == (27.98, 28.98)
+    assert [(w.start, w.end) for w in segment.words] == [(27.98, 28.38), (28.48, 28.98)]
