@@ -89,6 +89,11 @@ class InferenceConfig(BaseModel):
     return_timestamps: Literal["none", "segment", "word"] = "segment"
     initial_prompt: Optional[str] = Field(None, max_length=2000)
     vad_filter: bool = False
+    recover_dropped_speech: bool = Field(
+        True,
+        description="Long audio (ctranslate2): decode once more, alone, the rest of any batched window whose "
+        "transcript stopped early (batched decoding drops such utterances); one 30 s encoder pass per remainder.",
+    )
     diarize: bool = Field(True, description="Label speakers when DIARIZATION_MODEL is set; false skips it.")
     return_speaker_turns: bool = Field(
         False, description="Also return the diarization's own turns (start, end, speaker), e.g. for RTTM."

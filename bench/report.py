@@ -22,6 +22,8 @@ def _overhead(entry: dict) -> list[str]:
             eager = data.get("ratio_handler_over_eager", data.get("ratio_handler_over_raw_eager"))
             if eager is not None:
                 ratio += f" ({eager:.3f} vs eager attention)"
+            if "ratio_handler_no_recovery_over_raw" in data:
+                ratio += f" ({data['ratio_handler_no_recovery_over_raw']:.3f} without the second pass)"
             if "ratio_handler_over_chunked" in data:
                 ratio += f" ({data['ratio_handler_over_chunked']:.3f} vs the chunked pipeline, batch 24)"
             cpu = [variants[v].get("median_cpu_s", "-") for v in ("handler", raw)]

@@ -77,6 +77,7 @@ def test_overhead_compares_handler_with_each_raw_backend(quick_run):
             assert data["variants"]["handler"]["median_s"] > 0 and data["variants"][raw]["median_s"] > 0
             assert data["text_chars"]["handler"] > 0  # the handler transcribed something
     assert results["ctranslate2"]["long"]["audio_s"] > 30  # past one window: the batched path ran
+    assert results["ctranslate2"]["long"]["ratio_handler_no_recovery_over_raw"] > 0
 
 
 def test_load_test_answers_every_request(quick_run):

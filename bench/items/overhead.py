@@ -56,13 +56,19 @@ def ctranslate2(plan, lengths=LENGTHS) -> dict:
                 segments, _ = raw.transcribe(audio, language=language, beam_size=1)
             return backends.fw_text(segments)
 
+        variants = {"handler": mine, "raw_faster_whisper": theirs}
+        if long:  # the same work as raw: without the second pass over windows that stopped early
+            variants["handler_no_recovery"] = lambda audio=audio, language=language: backends.ask(
+                handler, audio, language=language, recover_dropped_speech=False)["text"]
         if not long and plan.warmup:  # first calls pay one-off costs
             mine(), theirs()
-        result = interleaved({"handler": mine, "raw_faster_whisper": theirs}, repeats)
+        result = interleaved(variants, repeats)
         out[label] = {"audio_s": inputs.seconds_of(audio), "language": language, "repeats": repeats,
                       **_summarise(result, "raw_faster_whisper"),
                       "ratio_handler_over_raw": _ratio(result, "handler", "raw_faster_whisper"),
                       "ratio_handler_over_raw_wall": _ratio(result, "handler", "raw_faster_whisper", "median_s")}
+        if long:
+            out[label]["ratio_handler_no_recovery_over_raw"] = _ratio(result, "handler_no_recovery", "raw_faster_whisper")
     return out
 
 

@@ -24,6 +24,7 @@ class DecodeOptions:
     batch_size: int = 24
     chunk_length_s: int = 30
     assisted: bool = False
+    recover_dropped_speech: bool = True
 
     @classmethod
     def from_config(cls, config) -> "DecodeOptions":
@@ -37,6 +38,7 @@ class DecodeOptions:
             batch_size=config.batch_size,
             chunk_length_s=config.chunk_length_s,
             assisted=config.assisted,
+            recover_dropped_speech=config.recover_dropped_speech,
         )
 
 

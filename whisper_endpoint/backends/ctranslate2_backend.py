@@ -9,6 +9,7 @@ bundled Silero VAD, packed into windows (see windows.py), ``batch_size`` windows
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 
@@ -57,8 +58,9 @@ class CTranslate2Backend:
             initial_prompt=options.initial_prompt,
         )
         if len(samples) > options.chunk_length_s * TARGET_RATE:
-            segments, language, probability = self._batched(samples, options, kwargs)
-            decoding = {"mode": "batched", "batch_size": options.batch_size, "segmentation": "vad"}
+            segments, language, probability, recovered = self._batched(samples, options, kwargs)
+            decoding = {"mode": "batched", "batch_size": options.batch_size, "segmentation": "vad",
+                        "remainders_decoded_again": recovered}
         else:
             generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
             segments = list(generator)  # the generator does the decoding
@@ -78,12 +80,13 @@ class CTranslate2Backend:
         """Decode the speech packed into windows, then once more what any window left out (see windows.py)."""
         packed = windows.pack_speech(samples, options.chunk_length_s)
         if not packed.windows:
-            return [], options.language, None
+            return [], options.language, None, 0
         segments, info = self._decode_windows(packed.audio, packed.windows, options, kwargs)
-        for window in windows.leftovers(packed.windows, segments):
+        missed = windows.leftovers(packed.windows, segments) if options.recover_dropped_speech else []
+        for window in missed:
             segments += self._decode_alone(packed.audio, window, {**kwargs, "language": info.language})
         segments = packed.original_times(sorted(segments, key=lambda s: s.start))
-        return segments, info.language, info.language_probability
+        return segments, info.language, info.language_probability, len(missed)
 
     def _decode_windows(self, audio, groups, options, kwargs):
         generator, info = self.batched.transcribe(
@@ -94,9 +97,11 @@ class CTranslate2Backend:
     def _decode_alone(self, audio: np.ndarray, window: windows.Window, kwargs: dict) -> list:
         """A window's remainder through the sequential decoder, as Whisper's own seek would decode it:
         with its temperature fallback, which the batched decoder lacks (a batched retry of a 1.4 s
-        remainder of the 13.4 min file looped on one word ~150 times)."""
+        remainder of the 13.4 min file looped on one word ~150 times), and a token cap."""
         piece = audio[round(window.start * TARGET_RATE): round(window.end * TARGET_RATE)]
-        generator, _ = self.model.transcribe(piece, vad_filter=False, **kwargs)
+        # A cap far above any speech rate that still stops a loop early (each fallback retries).
+        limit = math.ceil(10 * (window.end - window.start)) + 16
+        generator, _ = self.model.transcribe(piece, vad_filter=False, max_new_tokens=limit, **kwargs)
         return [windows.shifted(segment, window.start) for segment in generator]
 
 
