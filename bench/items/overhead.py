@@ -60,8 +60,9 @@ def ctranslate2(plan, lengths=LENGTHS) -> dict:
         if long:  # the same work as raw: without the second pass over windows that stopped early
             variants["handler_no_recovery"] = lambda audio=audio, language=language: backends.ask(
                 handler, audio, language=language, recover_dropped_speech=False)["text"]
-        if not long and plan.warmup:  # first calls pay one-off costs
-            mine(), theirs()
+        if plan.warmup:  # first calls pay one-off costs (the VAD model, buffers); long: on a 60 s excerpt
+            for call in variants.values():
+                call(audio[: 60 * inputs.RATE] if long else audio)
         result = interleaved(variants, repeats)
         out[label] = {"audio_s": inputs.seconds_of(audio), "language": language, "repeats": repeats,
                       **_summarise(result, "raw_faster_whisper"),
