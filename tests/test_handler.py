@@ -200,3 +200,4 @@ def test_japanese_with_the_multilingual_base_model(base_handler):
     assert stamped[True]["decoding"]["remainders_decoded_again"] >= 1
     assert stamped[False]["decoding"]["remainders_decoded_again"] == 0
     assert cer([reference], [stamped[True]["text"]]) < 0.15 < cer([reference], [stamped[False]["text"]])
+    assert "順調" in stamped[True]["text"] and "順調" not in stamped[False]["text"]  # テストが順調なら
