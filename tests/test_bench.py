@@ -7,6 +7,7 @@ The tiny inputs keep the long-audio paths running (over 30 s) on a few seconds o
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -43,16 +44,18 @@ def quick_run(tmp_path_factory):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     bench = [sys.executable, "-m", "bench", "--quick"]
     logs = [out / f"part{index}.log" for index in range(len(GROUPS))]
-    runs = [subprocess.Popen([*bench, "--items", *group, "--out-dir", str(out / f"part{index}")], cwd=ROOT, env=env,
-                             stdout=subprocess.DEVNULL, stderr=logs[index].open("w"))
-            for index, group in enumerate(GROUPS)]
     gpu_out, gpu_err = out / "gpu.json", out / "gpu.log"
-    gpu = subprocess.Popen([sys.executable, *GPU_SCRIPT], cwd=ROOT, env=env, stdout=gpu_out.open("w"),
-                           stderr=gpu_err.open("w"))
-    parts = [(run.wait(timeout=900), log) for run, log in zip(runs, logs)]
+    with contextlib.ExitStack() as files:
+        runs = [subprocess.Popen([*bench, "--items", *group, "--out-dir", str(out / f"part{index}")], cwd=ROOT,
+                                 env=env, stdout=subprocess.DEVNULL, stderr=files.enter_context(logs[index].open("w")))
+                for index, group in enumerate(GROUPS)]
+        gpu = subprocess.Popen([sys.executable, *GPU_SCRIPT], cwd=ROOT, env=env,
+                               stdout=files.enter_context(gpu_out.open("w")), stderr=files.enter_context(gpu_err.open("w")))
+        parts = [(run.wait(timeout=900), log) for run, log in zip(runs, logs)]
+        gpu_status = gpu.wait(timeout=300)
     merged = subprocess.run([*bench, "--merge", *(str(out / f"part{i}" / "benchmarks.json") for i in range(len(GROUPS))),
                              "--out-dir", str(out)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    return QuickRun(parts, merged, out, (gpu.wait(timeout=300), gpu_out, gpu_err))
+    return QuickRun(parts, merged, out, (gpu_status, gpu_out, gpu_err))
 
 
 def test_every_item_runs_and_reports(quick_run):

@@ -3,6 +3,8 @@ settings (greedy, segment timestamps, the input's language given), variants inte
 
 from __future__ import annotations
 
+import functools
+
 from bench import backends, inputs
 from bench.measure import interleaved
 
@@ -45,8 +47,8 @@ def ctranslate2(plan, lengths=LENGTHS) -> dict:
     for label, audio, repeats, language in _inputs(plan, plan.long_s, lengths):
         long = label == "long"
 
-        def mine(audio=audio, language=language):
-            return backends.ask(handler, audio, language=language)["text"]
+        def mine(audio=audio, language=language, **parameters):
+            return backends.ask(handler, audio, language=language, **parameters)["text"]
 
         def theirs(audio=audio, language=language, long=long):
             if long:  # what a faster-whisper user runs on long audio: its batched pipeline, batch 24 as ours
@@ -58,8 +60,7 @@ def ctranslate2(plan, lengths=LENGTHS) -> dict:
 
         variants = {"handler": mine, "raw_faster_whisper": theirs}
         if long:  # the same work as raw: without the second pass over windows that stopped early
-            variants["handler_no_recovery"] = lambda audio=audio, language=language: backends.ask(
-                handler, audio, language=language, recover_dropped_speech=False)["text"]
+            variants["handler_no_recovery"] = functools.partial(mine, recover_dropped_speech=False)
         if plan.warmup:  # first calls pay one-off costs (the VAD model, buffers); long: on a 60 s excerpt
             for call in variants.values():
                 call(audio[: 60 * inputs.RATE] if long else audio)

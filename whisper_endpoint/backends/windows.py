@@ -16,7 +16,7 @@ remainder alone, through the sequential decoder and its temperature fallback (on
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -40,7 +40,7 @@ class PackedSpeech:
 
     audio: np.ndarray
     windows: list[Window]
-    speech: list[dict] = field(default_factory=list)  # the spans, in samples of the original audio
+    speech: list[dict]  # the spans, in samples of the original audio
 
     def original_times(self, segments: list) -> list:
         """Segments (and their words) decoded on the packed audio, moved back to the original time."""
@@ -57,7 +57,7 @@ def pack_speech(samples: np.ndarray, window_s: float) -> PackedSpeech:
     options = VadOptions(max_speech_duration_s=window_s, min_silence_duration_ms=160)
     speech = get_speech_timestamps(samples, options)
     if not speech:
-        return PackedSpeech(np.zeros(0, dtype=np.float32), [])
+        return PackedSpeech(np.zeros(0, dtype=np.float32), [], [])
     chunks, metadata = collect_chunks(samples, speech, max_duration=window_s)
     windows = [Window(m["offset"], m["offset"] + m["duration"]) for m in metadata]
     return PackedSpeech(np.concatenate(chunks), windows, speech)
