@@ -1,6 +1,6 @@
 """Create a Hugging Face Inference Endpoint for this handler with ``huggingface_hub.create_inference_endpoint``.
 
-    python scripts/create_endpoint.py NAME --repository USER/REPO [--image URL] [--dry-run] [options]
+    python -m scripts.create_endpoint NAME --repository USER/REPO [--image URL] [--dry-run] [options]
 
 Two ways to run it:
 - the managed toolkit (default): REPO holds this project (handler.py at the top, requirements.txt);
@@ -24,11 +24,8 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from config import ModelSettings  # noqa: E402
+from whisper_endpoint.config import ModelSettings  # noqa: E402
 from whisper_endpoint.serving.settings import ServerSettings  # noqa: E402
 
 SECRET_NAMES = ("HF_TOKEN", "HF_HUB_TOKEN")

@@ -1,8 +1,8 @@
 """Build model.tar.gz for the SageMaker Hugging Face inference container.
 
-    python scripts/package_sagemaker.py [--output model.tar.gz] [--model-dir DIR] [--embedded]
+    python -m scripts.package_sagemaker [--output model.tar.gz] [--model-dir DIR] [--embedded]
 
-Layout (what the container expects: code/ is put on sys.path, code/requirements.txt installed)::
+Layout (what the container expects: code/ is importable, code/requirements.txt installed)::
 
     code/inference.py
     code/requirements.txt        requirements.txt (+ the embedded model packages with --embedded)

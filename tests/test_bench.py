@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
 ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling", "diarization"}
 # Two processes at once, one per core (timings mean nothing here; the GPU script's CPU run goes

@@ -11,7 +11,8 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from conftest import ROOT
+
+from tests.conftest import ROOT
 
 TOKEN = "hf_DeployTestToken0123456789"
 
@@ -66,9 +67,9 @@ def run_script(url: str, *args: str) -> subprocess.CompletedProcess:
     env.update(HF_ENDPOINT=url, HF_TOKEN=TOKEN,
                ASR_MODEL="embedded:base", MAX_CONCURRENCY="2", DIARIZATION_MODEL="embedded")
     return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "create_endpoint.py"), "whisper-asr", "--repository", "me/whisper",
+        [sys.executable, "-m", "scripts.create_endpoint", "whisper-asr", "--repository", "me/whisper",
          "--endpoints-api", f"{url}/v2", *args],
-        capture_output=True, text=True, env=env, timeout=120,
+        cwd=ROOT, capture_output=True, text=True, env=env, timeout=120,
     )
 
 
@@ -118,7 +119,7 @@ def test_dockerfile_uses_the_setup_script_and_serves_on_8080():
     instructions = [line for line in lines if line and not line.startswith("#")]
     assert "RUN bash scripts/setup.sh" in instructions
     assert "EXPOSE 8080" in instructions
-    assert 'ENTRYPOINT [".venv/bin/python", "-m", "whisper_endpoint.serving"]' in instructions
+    assert 'ENTRYPOINT [".venv/bin/whisper-endpoint"]' in instructions  # + CMD serve: SageMaker's `docker run IMAGE serve`
     assert 'CMD ["serve"]' in instructions
     assert any("/health" in line for line in lines if "urlopen" in line)
     assert ".venv" in (ROOT / ".dockerignore").read_text().split()

@@ -4,14 +4,15 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import SHARED_AUDIO, read_clip
+
+from tests.conftest import SHARED_AUDIO, read_clip
 
 MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
 
 
 @pytest.fixture(scope="module")
 def diarizing(settings_factory):
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded"))
 

@@ -6,10 +6,10 @@ import json
 
 import openai
 import pytest
-from conftest import read_clip
-from serving_helpers import CLIP, TEXT, live_server
 
-from whisper_endpoint.serving import openai_formats
+from tests.conftest import read_clip
+from tests.serving_helpers import CLIP, TEXT, live_server
+from whisper_endpoint import formats
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
@@ -78,7 +78,7 @@ def test_verbose_json_segments(client, audio):
     [segment] = result.segments
     assert (segment.id, segment.start, segment.end, segment.text.strip()) == (0, 0.0, pytest.approx(1.801), TEXT)
     # What the handler cannot know is null, not made up.
-    assert all(getattr(segment, name) is None for name in openai_formats.UNKNOWN_SEGMENT_FIELDS)
+    assert all(getattr(segment, name) is None for name in formats.UNKNOWN_SEGMENT_FIELDS)
     assert result.words is None
 
 
@@ -157,7 +157,7 @@ def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, audio):
 def test_subtitle_formatting():
     lines = [(3725.5, 3726.0004, "a < b & c", "A"), (0.0, 0.0, "   ", None)]
     result = {"speakers": [], "chunks": [{"text": text, "timestamp": [s, e]} for s, e, text, _ in lines]}
-    cues = openai_formats.cues(result)
+    cues = formats.cues(result)
     assert cues == [(3725.5, 3726.0004, "a < b & c", None)]  # blank cues dropped
-    assert openai_formats.srt(cues) == "1\n01:02:05,500 --> 01:02:06,000\na < b & c\n"
-    assert openai_formats.vtt(cues) == "WEBVTT\n\n01:02:05.500 --> 01:02:06.000\na &lt; b &amp; c\n"
+    assert formats.srt(cues) == "1\n01:02:05,500 --> 01:02:06,000\na < b & c\n"
+    assert formats.vtt(cues) == "WEBVTT\n\n01:02:05.500 --> 01:02:06.000\na &lt; b &amp; c\n"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from config import InferenceConfig, ModelSettings
+from whisper_endpoint.config import InferenceConfig, ModelSettings
 from whisper_endpoint.errors import InvalidParameterError
 from whisper_endpoint.request import parse_parameters
 

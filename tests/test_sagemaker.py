@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import ROOT
-from serving_helpers import TEXT, free_port, live_server, wait_until
 
+from tests.conftest import ROOT
+from tests.serving_helpers import TEXT, free_port, live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
-
 
 
 @pytest.fixture(scope="module")
@@ -115,8 +114,7 @@ def test_inference_py_through_the_sagemaker_toolkit(clip, tmp_path):
     import mms  # noqa: F401
     import sagemaker_huggingface_inference_toolkit  # noqa: F401
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from package_sagemaker import build
+    from scripts.package_sagemaker import build
 
     archive = build(tmp_path / "model.tar.gz")
     model_dir = tmp_path / "model"

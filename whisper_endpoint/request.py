@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from config import InferenceConfig
 from whisper_endpoint.audio import Audio, decode_file, from_array
+from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError
 
 

@@ -12,7 +12,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from whisper_endpoint.serving.openai_formats import cues, srt, vtt
+from whisper_endpoint.formats import cues, srt, vtt
 
 FORMATS = ("json", "srt", "vtt", "rttm")
 ERROR_SUFFIX = ".error.json"

@@ -73,7 +73,7 @@ class WhisperReplica:
     """One replica: the handler, loaded once; requests decoded on threads, ``decode_concurrency`` at a time."""
 
     def __init__(self, decode_concurrency: int = 1):
-        from handler import EndpointHandler
+        from whisper_endpoint.handler import EndpointHandler
         from whisper_endpoint.serving.settings import ServerSettings
 
         self.handler = EndpointHandler()
@@ -83,15 +83,15 @@ class WhisperReplica:
     async def __call__(self, request):
         from starlette.responses import JSONResponse
 
+        from whisper_endpoint.adapters.payloads import media_type, text_parameters, toolkit_payload
         from whisper_endpoint.serving.error_handlers import as_endpoint_error, error_body, error_headers
         from whisper_endpoint.serving.limits import read_body
-        from whisper_endpoint.serving.payloads import media_type, text_parameters, toolkit_payload
         from whisper_endpoint.serving.responses import JSONResult
 
         headers = {"X-Replica": self._replica_id()}
         try:
             if request.method != "POST":
-                from whisper_endpoint.serving.errors import MethodNotAllowedError
+                from whisper_endpoint.adapters.errors import MethodNotAllowedError
 
                 raise MethodNotAllowedError("POST the audio file or {\"inputs\": base64, \"parameters\": {...}}")
             body = await read_body(request, self.server_settings.max_body_bytes, self.server_settings.body_timeout_s)

@@ -1,7 +1,7 @@
 """Every exception becomes one HTTP status and one JSON body, here and nowhere else.
 
 The handler raises ``whisper_endpoint.errors`` (each carries ``status`` and ``code``), the server
-``whisper_endpoint.serving.errors``. Bodies:
+``whisper_endpoint.adapters.errors``. Bodies:
 
 - toolkit and SageMaker routes: ``{"error": message, "code": code, "status": status}`` (``to_dict``);
 - ``/v1/...`` routes: OpenAI's ``{"error": {"message", "type", "param", "code"}}``, which the openai
@@ -20,8 +20,7 @@ from starlette.formparsers import MultiPartException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse
 
-from whisper_endpoint.errors import ClientError, EndpointError, InvalidParameterError
-from whisper_endpoint.serving.errors import (
+from whisper_endpoint.adapters.errors import (
     IncompleteBodyError,
     InternalError,
     InvalidBodyError,
@@ -29,6 +28,7 @@ from whisper_endpoint.serving.errors import (
     NotFoundError,
     OverloadedError,
 )
+from whisper_endpoint.errors import ClientError, EndpointError, InvalidParameterError
 
 logger = logging.getLogger(__name__)
 

@@ -21,12 +21,12 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartParser
 from starlette.responses import Response
 
+from whisper_endpoint.adapters.errors import InvalidBodyError, NotFoundError, UnsupportedMediaTypeError, with_param
+from whisper_endpoint.adapters.payloads import media_type, text_parameters
 from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError, UnsupportedOptionError
+from whisper_endpoint.formats import render
 from whisper_endpoint.request import echoed
-from whisper_endpoint.serving.errors import InvalidBodyError, NotFoundError, UnsupportedMediaTypeError, with_param
 from whisper_endpoint.serving.limits import limited_stream
-from whisper_endpoint.serving.openai_formats import render
-from whisper_endpoint.serving.payloads import media_type, text_parameters
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
 

@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import anyio
 
+from whisper_endpoint.adapters.errors import NotReadyError
 from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.serving.error_handlers import as_endpoint_error
-from whisper_endpoint.serving.errors import NotReadyError
 from whisper_endpoint.serving.limits import InferenceGate
 from whisper_endpoint.serving.metrics import Metrics
 from whisper_endpoint.serving.settings import ServerSettings
@@ -24,7 +24,7 @@ Handler = Callable[[dict], dict]
 
 
 def load_endpoint_handler(settings: ServerSettings) -> Handler:
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(path=settings.model_dir)
 

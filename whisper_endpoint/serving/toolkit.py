@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from whisper_endpoint.adapters.payloads import media_type, sagemaker_attributes, text_parameters, toolkit_payload
 from whisper_endpoint.serving.limits import read_body
-from whisper_endpoint.serving.payloads import media_type, sagemaker_attributes, text_parameters, toolkit_payload
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
 

@@ -1,13 +1,13 @@
-"""Entry points for the SageMaker Hugging Face inference container (``code/inference.py``).
+"""The SageMaker Hugging Face inference container's functions, re-exported by ``code/inference.py``.
 
 The container's toolkit (sagemaker-huggingface-inference-toolkit) calls ``model_fn`` once, then per
 request ``input_fn`` -> ``predict_fn`` -> ``output_fn``. The same handler as everywhere else runs in
 between; errors keep their own status (415 for undecodable audio, 422 for a bad parameter...), set
 on the model server's response, where the toolkit alone would answer 400 to every exception.
 
-model.tar.gz (``python scripts/package_sagemaker.py`` builds it)::
+model.tar.gz (``python -m scripts.package_sagemaker`` builds it)::
 
-    code/inference.py          this file
+    code/inference.py          the repository's inference.py (imports this module)
     code/requirements.txt      installed by the container at start-up
     code/handler.py, config.py, diarization_utils.py, whisper_endpoint/
     <model files>              optional: a Whisper model stored with the code (ASR_MODEL=/opt/ml/model)
@@ -25,8 +25,8 @@ import json
 import logging
 from dataclasses import dataclass
 
+from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters, toolkit_payload
 from whisper_endpoint.errors import EndpointError
-from whisper_endpoint.serving.payloads import sagemaker_attributes, text_parameters, toolkit_payload
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ class Failure:
 
 
 def model_fn(model_dir, context=None):
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(path=model_dir)
 

@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
-from config import InferenceConfig
-from whisper_endpoint.serving.errors import InvalidBodyError, UnsupportedMediaTypeError
+from whisper_endpoint.adapters.errors import InvalidBodyError, UnsupportedMediaTypeError
+from whisper_endpoint.config import InferenceConfig
 
 GENERIC_BINARY = frozenset(
     {"", "application/octet-stream", "binary/octet-stream", "application/x-www-form-urlencoded"}
