@@ -80,8 +80,7 @@ def evaluate(names: list[str]) -> dict:
 
     from scripts.metrics import cp_error_rate
     from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.backends.base import DecodeOptions
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.config import InferenceConfig, ModelSettings
     from whisper_endpoint.handler import EndpointHandler
     from whisper_endpoint.speaker_merge import merge_speakers
 
@@ -112,7 +111,7 @@ def evaluate(names: list[str]) -> dict:
         truth_json = path.with_suffix(".json")
         if truth_json.exists():
             started = time.perf_counter()
-            transcript = handler.asr.transcribe(samples, DecodeOptions(language=language, timestamps="word"))
+            transcript = handler.asr.transcribe(samples, InferenceConfig(language=language, return_timestamps="word"))
             row["asr_seconds"] = round(time.perf_counter() - started, 1)
             truth_turns = json.loads(truth_json.read_text())["turns"]
             truth = by_speaker(truth_turns)

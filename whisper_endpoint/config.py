@@ -7,7 +7,7 @@ for. Both validate everything and say what would have been valid.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import ClassVar, Literal, Optional
 
 from pydantic import (
     AliasChoices,
@@ -70,9 +70,17 @@ class ModelSettings(BaseSettings):
 
 
 class InferenceConfig(BaseModel):
-    """Options of one request (``parameters``). Unknown keys are ignored and reported in ``warnings``."""
+    """Options of one request (``parameters``). Unknown keys are ignored and reported in ``warnings``.
 
-    model_config = ConfigDict(extra="ignore")
+    The one definition of what a request may ask for: the request flow, the backends and the
+    diarization step all read this object (frozen: a step that needs other options makes a
+    ``model_copy(update=...)``). Adding a parameter is one field here, the code that reads it, and
+    one row of the README's parameter table (tests/test_parameters.py checks all three agree).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    # Fields no step of the handler reads because an HTTP route consumes them itself (none yet).
+    ROUTE_ONLY: ClassVar[frozenset[str]] = frozenset()
 
     task: Literal["transcribe", "translate"] = "transcribe"
     batch_size: int = Field(24, ge=1, le=256)

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
 
 from whisper_endpoint import render, speaker_labels
-from whisper_endpoint.backends import DecodeOptions, load_asr_backend
+from whisper_endpoint.backends import load_asr_backend
 from whisper_endpoint.config import ModelSettings
 from whisper_endpoint.request import parse_request
 
@@ -28,19 +27,20 @@ class EndpointHandler:
 
     def __call__(self, data: dict) -> dict:
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
-        options = DecodeOptions.from_config(request.config)
-        diarize = speaker_labels.wanted(self.diarizer, request.config, request.warnings)
+        config = request.config
+        diarize = speaker_labels.wanted(self.diarizer, config, request.warnings)
         # Speakers are given word by word; the chunks still come as the request asked.
-        transcript = self.asr.transcribe(request.audio.samples, replace(options, timestamps="word") if diarize else options)
+        asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
+        transcript = self.asr.transcribe(request.audio.samples, asr_config)
         extra = {}
         if diarize:
             extra = speaker_labels.label_speakers(
-                self.diarizer, request.audio.samples, transcript, request.config, request.audio.duration,
+                self.diarizer, request.audio.samples, transcript, config, request.audio.duration,
                 request.warnings,
             )
         return render.response(
             transcript,
-            timestamps=options.timestamps,
+            timestamps=config.return_timestamps,
             duration=request.audio.duration,
             warnings=request.warnings,
             **extra,

@@ -5,14 +5,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from whisper_endpoint.backends.base import ASRBackend, DecodeOptions
+from whisper_endpoint.backends.base import ASRBackend
 from whisper_endpoint.device import ctranslate2_compute_type, resolve_device
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.models import detect_format, locate_model
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ASRBackend", "DecodeOptions", "load_asr_backend", "asr_reference"]
+__all__ = ["ASRBackend", "load_asr_backend", "asr_reference"]
 
 
 def asr_reference(settings, repository_path: str = "") -> str:

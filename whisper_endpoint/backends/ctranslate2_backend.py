@@ -15,7 +15,8 @@ import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends import windows
-from whisper_endpoint.backends.base import DecodeOptions, check_language_options
+from whisper_endpoint.backends.base import check_language_options
+from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 
@@ -44,7 +45,7 @@ class CTranslate2Backend:
         self.is_multilingual = bool(self.model.model.is_multilingual)
         logger.info("loaded %s with ctranslate2 on %s (%s)", model_name, device, compute_type)
 
-    def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript:
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings = []
         if options.assisted:
@@ -53,8 +54,8 @@ class CTranslate2Backend:
             language=options.language,
             task=options.task,
             beam_size=options.beam_size,
-            word_timestamps=options.timestamps == "word",
-            without_timestamps=options.timestamps == "none",
+            word_timestamps=options.return_timestamps == "word",
+            without_timestamps=options.return_timestamps == "none",
             initial_prompt=options.initial_prompt,
         )
         if len(samples) > options.chunk_length_s * TARGET_RATE:
@@ -76,7 +77,7 @@ class CTranslate2Backend:
             warnings=warnings,
         )
 
-    def _batched(self, samples: np.ndarray, options: DecodeOptions, kwargs: dict):
+    def _batched(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict):
         """Decode the speech packed into windows, then once more what any window left out (see windows.py)."""
         packed = windows.pack_speech(samples, options.chunk_length_s)
         if not packed.windows:

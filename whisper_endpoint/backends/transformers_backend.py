@@ -25,8 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends.base import DecodeOptions, check_language_options
+from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
+from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
@@ -73,7 +74,7 @@ class TransformersBackend:
         self._lock = threading.Lock()  # the attention switch below is per model, not per request
         logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
 
-    def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript:
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings: list[str] = []
         generate_kwargs = self._generate_kwargs(samples, options, warnings)
@@ -87,10 +88,10 @@ class TransformersBackend:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
             )
-        timestamps = {"none": False, "segment": True, "word": "word"}[options.timestamps]
+        timestamps = {"none": False, "segment": True, "word": "word"}[options.return_timestamps]
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
-        with self._lock, self._attention_for(options.timestamps):
+        with self._lock, self._attention_for(options.return_timestamps):
             output = self.pipe(
                 {"raw": samples, "sampling_rate": TARGET_RATE},
                 chunk_length_s=options.chunk_length_s if chunked else None,
@@ -100,7 +101,7 @@ class TransformersBackend:
             )
         mode = "chunked" if chunked else "sequential"
         return Transcript(
-            segments=_segments(output, options.timestamps, len(samples) / TARGET_RATE),
+            segments=_segments(output, options.return_timestamps, len(samples) / TARGET_RATE),
             language=generate_kwargs.get("language", "en"),
             decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
                       "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
@@ -112,7 +113,7 @@ class TransformersBackend:
         """Chunked batches where they pay (a GPU with batch_size > 1), long-form generate elsewhere."""
         return self.device == "cuda" and batch_size > 1
 
-    def _generate_kwargs(self, samples: np.ndarray, options: DecodeOptions, warnings: list[str]) -> dict:
+    def _generate_kwargs(self, samples: np.ndarray, options: InferenceConfig, warnings: list[str]) -> dict:
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
@@ -126,7 +127,7 @@ class TransformersBackend:
                 warnings.append("'assisted' needs ASSISTANT_MODEL; decoded unassisted")
             elif options.beam_size > 1:
                 warnings.append("assisted decoding is greedy only; beam search ran unassisted")
-            elif options.timestamps != "none":
+            elif options.return_timestamps != "none":
                 # Measured with real weights (base assisting itself): with timestamp tokens the assisted
                 # text repeated a sentence the unassisted text has once. Speculative decoding must not
                 # change the text, so it runs only where it provably does not.
