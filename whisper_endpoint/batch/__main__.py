@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from whisper_endpoint.batch.inputs import InputError, collect
+from whisper_endpoint.batch.outputs import FORMATS
 from whisper_endpoint.batch.runner import check_formats, run_batch
 from whisper_endpoint.cli_options import parameter
 from whisper_endpoint.errors import EndpointError
@@ -35,7 +36,7 @@ def parse_args(argv: list[str] | None, prog: str = "python -m whisper_endpoint.b
     parser.add_argument("inputs", nargs="*", help="folders, glob patterns or files")
     parser.add_argument("--manifest", action="append", default=[], help="a file listing one input path per line")
     parser.add_argument("--out", required=True, type=Path, help="the output folder")
-    parser.add_argument("--format", default="json", help="comma-separated: json (always), srt, vtt, rttm")
+    parser.add_argument("--format", default="json", help=f"comma-separated: json (the response, always), {', '.join(FORMATS[1:])}")
     parser.add_argument("--param", action="append", type=parameter, default=[], help="request parameter key=value")
     parser.add_argument("--retry-failed", action="store_true", help="retry files whose failure was recorded")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
