@@ -21,16 +21,15 @@ model server's size and timeout variables.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 
-from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters, toolkit_payload
+from whisper_endpoint.adapters import http
+from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters
 from whisper_endpoint.errors import EndpointError
 
 logger = logging.getLogger(__name__)
 
-JSON = "application/json"
 CUSTOM_ATTRIBUTES = "X-Amzn-SageMaker-Custom-Attributes"
 
 
@@ -49,10 +48,9 @@ def model_fn(model_dir, context=None):
 
 def input_fn(input_data, content_type, context=None):
     body = input_data.encode("utf-8") if isinstance(input_data, str) else bytes(input_data)
-    kind = (content_type or "").split(";", 1)[0].strip().lower()
     parameters = text_parameters(sagemaker_attributes(_request_header(context, CUSTOM_ATTRIBUTES)))
     try:
-        return toolkit_payload(body, kind, parameters)
+        return http.payload(body, content_type, parameters)
     except EndpointError as exc:
         return Failure(exc)
 
@@ -62,8 +60,8 @@ def predict_fn(data, model, context=None):
         return data
     try:
         return model(data)
-    except EndpointError as exc:
-        return Failure(exc)
+    except Exception as exc:  # the same status as on every other route (500 "internal error" when unexpected)
+        return Failure(http.as_endpoint_error(exc))
 
 
 def output_fn(prediction, accept, context=None):
@@ -72,8 +70,8 @@ def output_fn(prediction, accept, context=None):
         logger.info("request failed: %s %s", error.status, error.code)
         if context is not None:
             context.set_response_status(error.status, error.code)
-        return json.dumps(error.to_dict(), ensure_ascii=False)
-    return json.dumps(prediction, ensure_ascii=False, default=_plain)
+        return http.dumps(http.error_reply(error).body)
+    return http.dumps(prediction)
 
 
 def _request_header(context, name: str) -> str | None:
@@ -85,8 +83,3 @@ def _request_header(context, name: str) -> str | None:
     wanted = name.lower()
     return next((value for key, value in headers.items() if str(key).lower() == wanted), None)
 
-
-def _plain(value):
-    if hasattr(value, "tolist"):  # numpy scalars in timestamps
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -12,8 +12,8 @@ from collections.abc import Callable
 import anyio
 
 from whisper_endpoint.adapters.errors import NotReadyError
+from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.errors import EndpointError
-from whisper_endpoint.serving.error_handlers import as_endpoint_error
 from whisper_endpoint.serving.limits import InferenceGate
 from whisper_endpoint.serving.metrics import Metrics
 from whisper_endpoint.serving.settings import ServerSettings
