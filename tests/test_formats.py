@@ -66,3 +66,19 @@ def test_every_format_renders_with_its_media_type_and_says_what_it_needs(name):
     assert "Hello there" in text or "SPEAKER_00" in text
     assert formats.timestamps_for(name) in ("none", "segment", "word")
     assert formats.parameters_for(name) == ({"return_speaker_turns": True} if FORMATS[name].turns else {})
+
+
+def test_the_command_line_prints_any_format():
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import CLIPS, ROOT
+    from tests.serving_helpers import CLIP, TEXT
+
+    done = subprocess.run([sys.executable, "-m", "whisper_endpoint", "--format", "tsv", str(CLIPS / CLIP)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "ASR_MODEL": "embedded:tiny.en", "HF_HUB_OFFLINE": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    header, row = done.stdout.splitlines()
+    assert header == "start\tend\tspeaker\ttext" and row.endswith(f"\t\t{TEXT}")
