@@ -14,6 +14,11 @@ Speculative decoding (``assisted: true``) takes an assistant with the main model
 decoder-only model sharing the main encoder (distil-whisper style, ``WhisperForCausalLM``) or a
 smaller full Whisper. transformers' assisted generation needs batch size 1, so assisted requests
 decode their windows one at a time, and the response says so.
+
+Encoder windows are counted by a hook on the encoder (cost.py). Long-form ``generate`` seeks window
+after window inside transformers, where it cannot be stopped between windows: once the request's
+window budget is spent a stopping rule ends each further decode at its first token, so the windows
+left are encoded but not decoded (at most one per 30 s, which cost.py's budget keeps room for).
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ import threading
 from pathlib import Path
 
 import numpy as np
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends import cost, tokens
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.config import InferenceConfig
@@ -39,7 +46,7 @@ class TransformersBackend:
     name = "transformers"
 
     def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
-                 assistant_name: str | None = None):
+                 assistant_name: str | None = None, max_batch_size: int = 8):
         import torch
         from transformers import AutoProcessor, WhisperForConditionalGeneration, pipeline
 
@@ -56,6 +63,8 @@ class TransformersBackend:
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
+        self.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
+        self.max_batch_size = max_batch_size
         self.tokenizer = processor.tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -77,13 +86,28 @@ class TransformersBackend:
     def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings: list[str] = []
-        generate_kwargs = self._generate_kwargs(samples, options, warnings)
-        long_audio = len(samples) > options.chunk_length_s * TARGET_RATE
+        duration = len(samples) / TARGET_RATE
+        window_s = cost.window_length(options, duration, warnings)
+        with cost.counting(duration, strict=False) as counter:
+            generate_kwargs = self._generate_kwargs(samples, options, warnings)
+            stop = _StopWhenSpent(counter)
+            output, decoding = self._run(samples, options, window_s, generate_kwargs, stop, warnings)
+        segments = _segments(output, options.return_timestamps, duration)
+        if stop.fired:
+            reached = max((s.end for s in segments if s.text.strip()), default=0.0)
+            warnings.append(cost.stopped_note(duration, reached))
+        decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
+                        dtype=str(self.dtype).removeprefix("torch."))
+        return Transcript(segments=segments, language=generate_kwargs.get("language", "en"), decoding=decoding,
+                          warnings=warnings)
+
+    def _run(self, samples, options, window_s, generate_kwargs, stop, warnings) -> tuple[dict, dict]:
+        long_audio = len(samples) > window_s * TARGET_RATE
         assisted = "assistant_model" in generate_kwargs
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
         # them: assisted long audio is chunked, one chunk at a time.
         chunked = long_audio and (assisted or self._chunks_long_audio(options.batch_size))
-        batch_size = options.batch_size if chunked and not assisted else 1
+        batch_size = cost.batch_size(options, self.max_batch_size, warnings) if chunked and not assisted else 1
         if long_audio and assisted and options.batch_size != 1:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
@@ -91,35 +115,42 @@ class TransformersBackend:
         timestamps = {"none": False, "segment": True, "word": "word"}[options.return_timestamps]
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
+            generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
         with self._lock, self._attention_for(options.return_timestamps):
             output = self.pipe(
                 {"raw": samples, "sampling_rate": TARGET_RATE},
-                chunk_length_s=options.chunk_length_s if chunked else None,
+                chunk_length_s=window_s if chunked else None,
                 batch_size=batch_size,
                 return_timestamps=timestamps,
                 generate_kwargs=generate_kwargs,
             )
-        mode = "chunked" if chunked else "sequential"
-        return Transcript(
-            segments=_segments(output, options.return_timestamps, len(samples) / TARGET_RATE),
-            language=generate_kwargs.get("language", "en"),
-            decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
-                      "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
-                      "assisted": assisted},
-            warnings=warnings,
-        )
+        decoding = {"mode": "chunked" if chunked else "sequential", "batch_size": batch_size, "assisted": assisted}
+        if chunked:
+            decoding["chunk_length_s"] = window_s
+        return output, decoding
 
     def _chunks_long_audio(self, batch_size: int) -> bool:
         """Chunked batches where they pay (a GPU with batch_size > 1), long-form generate elsewhere."""
         return self.device == "cuda" and batch_size > 1
 
     def _generate_kwargs(self, samples: np.ndarray, options: InferenceConfig, warnings: list[str]) -> dict:
+        import torch
+
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
             kwargs["language"] = options.language or self._detect_language(samples)
-        if options.initial_prompt:
-            kwargs["prompt_ids"] = self.tokenizer.get_prompt_ids(options.initial_prompt, return_tensors="pt").to(self.device)
+        prompt = tokens.fit_prompt(
+            options.initial_prompt,
+            encode=lambda text: self.tokenizer(text, add_special_tokens=False).input_ids,
+            decode=lambda ids: self.tokenizer.decode(list(ids)),
+            first_special_id=self.tokenizer.eos_token_id,
+            max_length=self.model.config.max_target_positions,
+            warnings=warnings,
+        )
+        if prompt.ids:
+            start = self.tokenizer.convert_tokens_to_ids("<|startofprev|>")
+            kwargs["prompt_ids"] = torch.tensor([start, *prompt.ids], device=self.device)
         if options.vad_filter:
             warnings.append("vad_filter is a ctranslate2 option; the transformers backend decoded all audio")
         if options.assisted:
@@ -155,6 +186,26 @@ class TransformersBackend:
 
     def _attention_for(self, timestamps: str):
         return _AttentionSwitch(self.model, "eager" if timestamps == "word" else self.attention)
+
+
+def _count_windows(module, args, kwargs) -> None:
+    """Encoder pre-hook: every call encodes a batch of 30 s windows."""
+    features = kwargs.get("input_features", args[0] if args else None)
+    cost.count(features.shape[0])
+
+
+class _StopWhenSpent(StoppingCriteria):
+    """Ends a decode at once when the request's window budget is spent (long-form generate)."""
+
+    def __init__(self, counter: cost.WindowCounter):
+        self.counter, self.fired = counter, False
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        spent = self.counter.used > self.counter.budget
+        self.fired = self.fired or spent
+        return torch.full((input_ids.shape[0],), spent, dtype=torch.bool, device=input_ids.device)
 
 
 class _AttentionSwitch:
