@@ -3,6 +3,13 @@
 Files of any container FFmpeg knows (wav, flac, mp3, ogg/opus, m4a, webm...) are decoded with PyAV,
 down-mixed and resampled in one pass; decoding stops as soon as the duration limit is passed, so a
 small file that expands into hours of audio never fills memory. Arrays are resampled the same way.
+
+A file that decodes to less audio than its header declares (FLAC's STREAMINFO total samples, a WAV
+data chunk's size, an MP4 track's or a Matroska segment's duration, an MP3 Xing/VBRI frame count)
+was cut short, typically an incomplete upload: what decodes is transcribed, and ``Audio.warnings``
+names both lengths. A warning, not an error: the transcript of what arrived is right, and a refusal
+would throw it away. Files that declare no length (MediaRecorder's WebM, streamed FLAC whose total
+is 0, Ogg, ADTS, whose FFmpeg durations are estimates) are never flagged.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from whisper_endpoint.errors import (
 TARGET_RATE = 16000
 _ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
 MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resampling overshoot
+TRUNCATION_TOLERANCE_S = 0.5  # codec delay and padding stay under 0.3 s (AAC priming at 8 kHz)
 
 
 @dataclass(frozen=True)
@@ -31,6 +39,7 @@ class Audio:
     samples: np.ndarray  # float32, mono, TARGET_RATE
     source_rate: int
     source_channels: int
+    warnings: tuple[str, ...] = ()  # e.g. a file that ends before its declared length
 
     @property
     def duration(self) -> float:
@@ -47,13 +56,15 @@ def decode_file(data: bytes, *, max_seconds: float) -> Audio:
     if not data:
         raise EmptyAudioError("the audio input is empty (0 bytes)")
     with _open(data) as container:
-        _check_duration(container, container.streams.audio[0], max_seconds)
+        stream = container.streams.audio[0]
+        decoded = _check_duration(container, stream, max_seconds)
+        warnings = _truncation_warnings(_declared_seconds(data, container, stream), decoded)
     with _open(data) as container:
         stream = container.streams.audio[0]
         rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
         frames = _decoded_frames(container, stream)
         samples = _resample(frames, max_seconds=max_seconds)
-    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1))
+    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1, warnings))
 
 
 def _open(data: bytes):
@@ -73,7 +84,7 @@ def _open(data: bytes):
     return container
 
 
-def _check_duration(container, stream, max_seconds: float) -> None:
+def _check_duration(container, stream, max_seconds: float) -> float:
     """Count the decoded seconds, stopping (413) as soon as they pass ``max_seconds``."""
     default_rate = stream.codec_context.sample_rate or TARGET_RATE
     seconds = 0.0
@@ -81,6 +92,54 @@ def _check_duration(container, stream, max_seconds: float) -> None:
         seconds += frame.samples / (frame.sample_rate or default_rate)
         if seconds > max_seconds:
             raise _too_long(max_seconds)
+    return seconds
+
+
+def _declared_seconds(data: bytes, container, stream) -> float | None:
+    """The length the file's header declares, for the formats that declare one (FFmpeg's durations of
+    the others are estimates from what is there, or from the bit rate)."""
+    name = container.format.name
+    if name == "wav":  # FFmpeg clamps the data chunk's size to the bytes present: read the header
+        return _wav_declared_seconds(data)
+    if name == "matroska,webm":
+        return container.duration / 1e6 if container.duration is not None else None
+    declares = name in ("flac", "mov,mp4,m4a,3gp,3g2,mj2") or (name == "mp3" and _mp3_has_length_tag(data))
+    if declares and stream.duration is not None:
+        return float(stream.duration * stream.time_base)
+    return None
+
+
+def _wav_declared_seconds(data: bytes) -> float | None:
+    """The data chunk's size over the byte rate; None for streamed WAV (size 0 or 0xFFFFFFFF) and RF64."""
+    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
+        return None
+    position, byte_rate = 12, 0
+    while position + 8 <= len(data):
+        chunk, size = data[position : position + 4], int.from_bytes(data[position + 4 : position + 8], "little")
+        if chunk == b"fmt " and size >= 12:
+            byte_rate = int.from_bytes(data[position + 16 : position + 20], "little")
+        elif chunk == b"data":
+            return size / byte_rate if byte_rate and size not in (0, 0xFFFFFFFF) else None
+        position += 8 + size + (size & 1)  # chunks are padded to even sizes
+    return None
+
+
+def _mp3_has_length_tag(data: bytes) -> bool:
+    """A Xing/Info or VBRI tag (frame count) in the first frame, after any ID3v2 tag."""
+    start = 0
+    if data[:3] == b"ID3" and len(data) >= 10:
+        start = 10 + ((data[6] & 0x7F) << 21 | (data[7] & 0x7F) << 14 | (data[8] & 0x7F) << 7 | (data[9] & 0x7F))
+    head = data[start : start + 256]
+    return any(tag in head for tag in (b"Xing", b"Info", b"VBRI"))
+
+
+def _truncation_warnings(declared: float | None, decoded: float) -> tuple[str, ...]:
+    if declared is None or decoded + TRUNCATION_TOLERANCE_S >= declared:
+        return ()
+    return (
+        f"the file declares {declared:.2f} s of audio but only {decoded:.2f} s decode (a truncated file or an "
+        f"incomplete upload?): the transcript covers those {decoded:.2f} s",
+    )
 
 
 def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:

@@ -52,7 +52,7 @@ def parse_request(data, *, max_seconds: float) -> ParsedRequest:
         raise MissingInputError("the request has no 'inputs' (base64 audio, raw bytes or an array)")
     config, warnings = parse_parameters(data.get("parameters"))
     audio = _audio(data["inputs"], config, warnings, max_seconds)
-    return ParsedRequest(audio, config, warnings)
+    return ParsedRequest(audio, config, [*warnings, *audio.warnings])
 
 
 def _audio(inputs, config: InferenceConfig, warnings: list[str], max_seconds: float) -> Audio:
