@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 from whisper_endpoint.results import SpeakerTurn, Transcript
-from whisper_endpoint.speaker_merge import merge_speakers
+from whisper_endpoint.speaker_merge import lacks_words, merge_speakers
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,13 @@ def label_speakers(diarizer, samples, transcript: Transcript, config, duration: 
     speakers = merge_speakers(
         transcript.segments, diarization.exclusive, with_words=config.return_speaker_words, duration=duration
     )
+    untimed = sum(map(lacks_words, transcript.segments))
+    if untimed:
+        spoken = sum(1 for segment in transcript.segments if segment.text.strip())
+        warnings.append(
+            f"{untimed} of {spoken} segments came without word times: each went whole to the speaker who "
+            "overlaps it most; the other segments were labelled word by word"
+        )
     extra = {"speakers": speakers}
     if config.return_speaker_turns:
         extra["speaker_turns"] = [_turn(turn, duration) for turn in diarization.turns]
