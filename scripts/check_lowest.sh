@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Do the floors hold? Installs the lowest version requirements.txt allows of every package it gives a
+# ">=" floor (following its -r includes, and requirements-server.txt when there is one) into a venv
+# layered over an existing environment, then runs the fast tests there. Not run by CI.
+#
+#   BASE_VENV=.venv scripts/check_lowest.sh [PYTEST_ARGS...]
+#
+# Layered: the new venv sees BASE_VENV's site-packages after its own (a .pth file), so torch, its CUDA
+# libraries and the test tools are used as they are installed there: nothing large is downloaded. The
+# torch family (torch, torchaudio, torchvision, torchcodec) is not floored: it stays the base's. The
+# floors and what they need that the base does not satisfy are installed into the new venv only
+# (scripts/floors.py; pip never uninstalls outside the venv it runs in); a floor that another
+# requirement's dependencies exclude is reported and stops the check. Models are assembled and
+# converted by the floor versions into their own cache. Exit status: the tests'.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+BASE="$(cd "${BASE_VENV:-$ROOT/.venv}" && pwd)"
+WORK="${LOWEST_DIR:-$HOME/.cache/whisper-endpoint/lowest-layered}"
+VENV="$WORK/venv"
+cd "$ROOT"
+
+FILES=(requirements.txt)
+[ -f requirements-server.txt ] && FILES+=(requirements-server.txt)
+rm -rf "$VENV"  # a fresh venv each time: what a previous floor needed must not linger
+mkdir -p "$WORK"
+"$BASE/bin/python" -m venv --without-pip "$VENV"
+SITE="$(ls -d "$VENV"/lib/python3*/site-packages)"
+"$BASE/bin/python" -c 'import site; print("\n".join(site.getsitepackages()))' >"$SITE/base.pth"
+
+"$VENV/bin/python" -m scripts.floors "${FILES[@]}"
+echo "installed in the layered venv (over $BASE):"
+"$VENV/bin/python" -m pip --disable-pip-version-check list --path "$SITE" --format freeze | sed 's/^/  /'
+
+export HF_HUB_OFFLINE=1 MODEL_CACHE_DIR="$WORK/models" TEST_MODEL_CACHE="$WORK/models"
+"$VENV/bin/python" -m whisper_endpoint.embedded tiny.en base
+[ $# -gt 0 ] || set -- -q -p no:cacheprovider tests/test_audio.py tests/test_parameters.py tests/test_windows.py \
+    tests/test_bounds.py tests/test_handler.py tests/test_speaker_merge.py tests/test_formats.py \
+    tests/test_models.py tests/test_transformers_backend.py tests/test_openai_api.py
+exec "$VENV/bin/python" -m pytest "$@"
