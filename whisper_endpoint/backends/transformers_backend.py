@@ -134,23 +134,13 @@ class TransformersBackend:
         return self.device == "cuda" and batch_size > 1
 
     def _generate_kwargs(self, samples: np.ndarray, options: InferenceConfig, warnings: list[str]) -> dict:
-        import torch
-
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
             kwargs["language"] = options.language or self._detect_language(samples)
-        prompt = tokens.fit_prompt(
-            options.initial_prompt,
-            encode=lambda text: self.tokenizer(text, add_special_tokens=False).input_ids,
-            decode=lambda ids: self.tokenizer.decode(list(ids)),
-            first_special_id=self.tokenizer.eos_token_id,
-            max_length=self.model.config.max_target_positions,
-            warnings=warnings,
-        )
-        if prompt.ids:
-            start = self.tokenizer.convert_tokens_to_ids("<|startofprev|>")
-            kwargs["prompt_ids"] = torch.tensor([start, *prompt.ids], device=self.device)
+        prompt = self._prompt_ids(options.initial_prompt, warnings)
+        if prompt is not None:
+            kwargs["prompt_ids"] = prompt
         if options.vad_filter:
             warnings.append("vad_filter is a ctranslate2 option; the transformers backend decoded all audio")
         if options.assisted:
@@ -169,6 +159,23 @@ class TransformersBackend:
             else:
                 kwargs["assistant_model"] = self.assistant
         return kwargs
+
+    def _prompt_ids(self, text: str | None, warnings: list[str]):
+        """``<|startofprev|>`` and the prompt's tokens within Whisper's budget (tokens.py), or None."""
+        import torch
+
+        prompt = tokens.fit_prompt(
+            text,
+            encode=lambda part: self.tokenizer(part, add_special_tokens=False).input_ids,
+            decode=lambda ids: self.tokenizer.decode(list(ids)),
+            first_special_id=self.tokenizer.eos_token_id,
+            max_length=self.model.config.max_target_positions,
+            warnings=warnings,
+        )
+        if not prompt.ids:
+            return None
+        start = self.tokenizer.convert_tokens_to_ids("<|startofprev|>")
+        return torch.tensor([start, *prompt.ids], device=self.device)
 
     def _detect_language(self, samples: np.ndarray) -> str:
         """Whisper's language detection on the first window, once for the whole input.
@@ -191,7 +198,8 @@ class TransformersBackend:
 def _count_windows(module, args, kwargs) -> None:
     """Encoder pre-hook: every call encodes a batch of 30 s windows."""
     features = kwargs.get("input_features", args[0] if args else None)
-    cost.count(features.shape[0])
+    if features is not None:
+        cost.count(features.shape[0])
 
 
 class _StopWhenSpent(StoppingCriteria):
