@@ -40,7 +40,7 @@ def ctranslate2_compute_type(setting: str, device: str) -> str:
     return setting
 
 
-# Windows encoded at once when MAX_BATCH_SIZE is unset. Memory grows with each: ~93 MiB of encoder
+# Windows encoded at once when MAX_BATCH_SIZE is unset. Memory grows with each: 91 MiB of encoder
 # activations per window for embedded:base on CPU (int8), more for larger models (results/request_cost.json);
 # CPU time is flat from batch 4 to 24 (docs/benchmarks.md), so a CPU gains nothing from more.
 DEFAULT_MAX_BATCH_SIZE = {"cpu": 8, "cuda": 24}
