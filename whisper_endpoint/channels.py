@@ -1,0 +1,57 @@
+"""Multichannel recordings (``multichannel: true``): one speaker per channel.
+
+Call centres and many meeting recorders put each party on its own channel; down-mixing throws that
+evidence away. Here each channel runs through the handler's own per-audio flow (ASR, and diarization
+only with ``diarize_channels: true``), then ``channel_merge`` puts the channels' results together in
+time order. A silent channel (peak under -60 dBFS) is not transcribed: it gives no words, and Whisper
+gets no chance to make some up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from whisper_endpoint.audio import Audio
+from whisper_endpoint.channel_merge import ChannelResult, response
+from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.results import Transcript
+
+SILENCE_PEAK = 10 ** (-60 / 20)  # -60 dBFS; digital silence, or a line with nothing but hiss
+
+# The handler's per-audio flow: (mono samples, config, warnings) -> (transcript, {"speakers", ...}).
+Transcribe = Callable[[np.ndarray, InferenceConfig, list[str]], tuple[Transcript, dict]]
+
+
+def channel_names(config: InferenceConfig, count: int) -> list[str]:
+    return list(config.channel_names or (f"CHANNEL_{index}" for index in range(count)))
+
+
+def diarize_wanted(diarizer, config: InferenceConfig, warnings: list[str]) -> bool:
+    """Each channel is one speaker unless ``diarize_channels`` asks for its speakers too."""
+    if config.diarize_channels and diarizer is None:
+        warnings.append("diarize_channels was ignored: diarization is off on this endpoint "
+                        "(DIARIZATION_MODEL is not set); each channel is one speaker")
+    return config.diarize_channels and diarizer is not None
+
+
+def respond(audio: Audio, config: InferenceConfig, warnings: list[str], transcribe: Transcribe) -> dict:
+    """Transcribe each channel of ``audio`` (samples: channels x n) on its own; merge the results."""
+    # Word times place each channel's turns on the common timeline: Whisper's segment times are loose (a
+    # segment after a silence often starts at 0.0), which would put one channel's turn before another's
+    # that came first. The chunks still come as the request asked.
+    channel_config = config.model_copy(update={"return_timestamps": "word"})
+    results = []
+    for index, (name, samples) in enumerate(zip(channel_names(config, len(audio.samples)), audio.samples)):
+        if is_silent(samples):
+            results.append(ChannelResult(index, name, None))
+            continue
+        transcript, extra = transcribe(np.ascontiguousarray(samples), channel_config, warnings)
+        results.append(ChannelResult(index, name, transcript, extra.get("speakers"), extra.get("speaker_turns")))
+    return response(results, timestamps=config.return_timestamps, duration=audio.duration, warnings=warnings,
+                    with_words=config.return_speaker_words, turns=config.return_speaker_turns)
+
+
+def is_silent(samples: np.ndarray) -> bool:
+    return not len(samples) or float(np.abs(samples).max()) < SILENCE_PEAK
