@@ -192,10 +192,6 @@ def _too_long(max_seconds: float) -> PayloadTooLargeError:
 def decode_channels(data: bytes, *, max_seconds: float) -> Audio:
     """Decode a file into its channels, each resampled to 16 kHz on its own: ``samples`` is
     (channels, n). ``max_seconds`` bounds the sum of channel-seconds, checked before anything is kept.
-
-    One decoding pass per channel, each through the down-mix path's mono resampler: PyAV's resampler
-    crashes the process on 8 or more channels of unnamed layout (PyAV 18), so no frame reaches it with
-    more than one channel. Decoding costs little next to transcribing the channel.
     """
     if not data:
         raise EmptyAudioError("the audio input is empty (0 bytes)")
@@ -207,11 +203,8 @@ def decode_channels(data: bytes, *, max_seconds: float) -> Audio:
             _check_duration(container, stream, max_seconds / count)
         except PayloadTooLargeError:
             raise _too_many_channel_seconds(count, max_seconds) from None
-    channels = []
-    for index in range(count):
-        with _open(data) as container:
-            frames = _channel_frames(_decoded_frames(container, container.streams.audio[0]), index, count)
-            channels.append(_resample(frames, max_seconds=max_seconds))
+    with _open(data) as container:
+        channels = _resample_channels(_decoded_frames(container, container.streams.audio[0]), count)
     return _checked_channels(channels, rate or TARGET_RATE)
 
 
@@ -246,8 +239,17 @@ def check_channel_count(count: int) -> None:
         )
 
 
-def _channel_frames(frames, index: int, count: int):
-    """Channel ``index`` of each decoded frame, as a mono float frame at the frame's rate."""
+def _resample_channels(frames, count: int) -> list[np.ndarray]:
+    """Each channel through its own mono resampler, in one decoding pass. No frame with more than one
+    channel reaches a resampler: PyAV's crashes the process on 8 or more channels of unnamed layout
+    (PyAV 18)."""
+    outputs: list[list[np.ndarray]] = [[] for _ in range(count)]
+    resamplers: list = []
+    source = None
+
+    def keep(channel: int, frame) -> None:
+        outputs[channel].extend(out.to_ndarray().reshape(-1) for out in resamplers[channel].resample(frame))
+
     for frame in frames:
         planes = _float_planes(frame)
         if planes.shape[0] != count:
@@ -255,9 +257,21 @@ def _channel_frames(frames, index: int, count: int):
                 f"the number of channels changes within the stream ({count} -> {planes.shape[0]}); "
                 "multichannel needs a constant one: send it without multichannel"
             )
-        mono = av.AudioFrame.from_ndarray(np.ascontiguousarray(planes[index : index + 1]), format="flt", layout="mono")
-        mono.sample_rate = frame.sample_rate
-        yield mono
+        if frame.sample_rate != source:  # a chained stream can change its rate: new resamplers
+            for channel in range(len(resamplers)):
+                keep(channel, None)
+            resamplers = [av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE) for _ in range(count)]
+            source = frame.sample_rate
+        for channel in range(count):
+            mono = av.AudioFrame.from_ndarray(np.ascontiguousarray(planes[channel : channel + 1]), format="flt",
+                                              layout="mono")
+            mono.sample_rate = source
+            keep(channel, mono)
+    for channel in range(len(resamplers)):
+        keep(channel, None)
+    del resamplers
+    gc.collect()  # PyAV keeps resampler buffers alive until collected (faster-whisper issue #390)
+    return [np.concatenate(out).astype(np.float32, copy=False) if out else np.zeros(0, np.float32) for out in outputs]
 
 
 def _float_planes(frame) -> np.ndarray:

@@ -1,9 +1,9 @@
 """Multichannel recordings (``multichannel: true``): one speaker per channel.
 
 Call centres and many meeting recorders put each party on its own channel; down-mixing throws that
-evidence away. Here each channel runs through the handler's own per-audio flow (ASR, and diarization
-only with ``diarize_channels: true``), then ``channel_merge`` puts the channels' results together in
-time order. A silent channel (peak under -60 dBFS) is not transcribed: it gives no words, and Whisper
+evidence away. Here each channel runs through the handler's own per-audio flow (ASR, with the VAD
+unless ``vad_filter`` says otherwise, and diarization only with ``diarize_channels: true``), then
+``channel_merge`` puts the channels' results together in time order. A silent channel (peak under -60 dBFS) is not transcribed: it gives no words, and Whisper
 gets no chance to make some up.
 """
 
@@ -38,10 +38,14 @@ def diarize_wanted(diarizer, config: InferenceConfig, warnings: list[str]) -> bo
 
 def respond(audio: Audio, config: InferenceConfig, warnings: list[str], transcribe: Transcribe) -> dict:
     """Transcribe each channel of ``audio`` (samples: channels x n) on its own; merge the results."""
-    # Word times place each channel's turns on the common timeline: Whisper's segment times are loose (a
-    # segment after a silence often starts at 0.0), which would put one channel's turn before another's
-    # that came first. The chunks still come as the request asked.
-    channel_config = config.model_copy(update={"return_timestamps": "word"})
+    # Each channel's turns must sit at their true times on the common timeline, and Whisper's own times
+    # after a silence are loose (a first word "from" 0.0 when it was said at 1.0), while a channel is
+    # mostly silence: the VAD cuts the silence out first (unless vad_filter is set), word times tighten
+    # each turn. The chunks still come as the request asked.
+    vad = config.vad_filter if "vad_filter" in config.model_fields_set else True
+    # Diarized runs come with their words, so that turns can be cut between them.
+    channel_config = config.model_copy(update={"return_timestamps": "word", "vad_filter": vad,
+                                               "return_speaker_words": True})
     results = []
     for index, (name, samples) in enumerate(zip(channel_names(config, len(audio.samples)), audio.samples)):
         if is_silent(samples):
