@@ -17,6 +17,7 @@ from whisper_endpoint import formats
 from whisper_endpoint.audio import TARGET_RATE, channels_from_array, decode_channels
 from whisper_endpoint.batch.runner import check_formats
 from whisper_endpoint.channel_merge import Spoken, channel_turns
+from whisper_endpoint.crosstalk import gate_crosstalk
 from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, PayloadTooLargeError
 from whisper_endpoint.request import parse_request
 from whisper_endpoint.serving.app import create_app
@@ -25,6 +26,7 @@ from whisper_endpoint.serving.settings import ServerSettings
 AGENT = ("asterisk_all-circuits-busy-now.flac", "asterisk_confbridge-unmuted.flac")  # at 0 s and 5.5 s
 CALLER = "asterisk_vm-next.flac"  # at 1 s, while the agent still speaks
 NAMES = {"multichannel": True, "channel_names": ["agent", "caller"]}
+LEAK = 10 ** (-25 / 20)
 
 
 def _placed(pieces: list[tuple[float, str]], length: int) -> np.ndarray:
@@ -38,9 +40,11 @@ def _placed(pieces: list[tuple[float, str]], length: int) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def call() -> np.ndarray:
-    """A 7.5 s two-party call: the agent on the left channel, the caller on the right, overlapping."""
+    """A 7.5 s two-party call: the agent on the left channel, the caller on the right, overlapping; each
+    voice also leaks into the other channel at -25 dB, as on a phone line."""
     length = int(7.5 * TARGET_RATE)
-    return np.stack([_placed([(0.0, AGENT[0]), (5.5, AGENT[1])], length), _placed([(1.0, CALLER)], length)])
+    own = np.stack([_placed([(0.0, AGENT[0]), (5.5, AGENT[1])], length), _placed([(1.0, CALLER)], length)])
+    return own + LEAK * own[::-1]
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +102,26 @@ def test_a_silent_channel_gives_no_words(tiny_handler, call):
     assert {s["speaker"] for s in result["speakers"]} == {"CHANNEL_0"}
     assert {c["channel"] for c in result["chunks"]} == {0}
     assert [c["silent"] for c in result["channels"]] == [False, True]
+
+
+def test_dual_mono_is_reported(tiny_handler):
+    clip = decode_reference(CLIPS / AGENT[1])
+    result = tiny_handler({"inputs": {"array": [clip.tolist()] * 2}, "parameters": {"multichannel": True}})
+    assert "channels 0 and 1 carry the same audio" in result["warnings"][0]
+    assert [s["channel"] for s in result["speakers"]] == [0, 1]
+
+
+def test_leaks_are_muted_and_overlapping_voices_kept():
+    rng = np.random.default_rng(1)
+    second = TARGET_RATE
+    a, b = np.zeros(3 * second), np.zeros(3 * second)
+    a[: 2 * second] = 0.3 * rng.standard_normal(2 * second)  # a speaks 0-2 s
+    b[second:] = 0.1 * rng.standard_normal(2 * second)  # b, 10 dB quieter, speaks 1-3 s: both at 1-2 s
+    gated = gate_crosstalk(np.stack([a + LEAK * b, b + LEAK * a]).astype(np.float32))
+    edge = 400  # 25 ms: levels are compared over 50 ms
+    assert not gated[1, : second - edge].any() and not gated[0, 2 * second + edge :].any()  # the leaks
+    assert np.array_equal(gated[:, second + edge : 2 * second - edge],
+                          np.stack([a + LEAK * b, b + LEAK * a])[:, second + edge : 2 * second - edge].astype(np.float32))
 
 
 def test_the_down_mix_stays_the_default(call, call_file):
