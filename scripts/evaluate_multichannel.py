@@ -1,7 +1,7 @@
 """One speaker per channel: multichannel transcription vs down-mix + embedded diarization, same audio.
 
     .venv/bin/python -m scripts.evaluate_multichannel [--out results/multichannel.json] [--files NAME ...]
-                                                     [--crosstalk-db -25] [--table]
+                                                     [--crosstalk-db -25] [--threads 1] [--table]
 
 For each dev dialogue (fillets_barrel, fillets_cave, flite_meeting; the files the project tunes on) a
 multichannel WAV is built from its reference turns: each speaker's turns on their own channel (the
@@ -10,7 +10,8 @@ at ``--crosstalk-db`` (-25 dB: what a headset or a phone line leaks). The same f
 one handler (embedded:base, CTranslate2, the file's language given, DIARIZATION_MODEL=embedded) twice:
 
 - multichannel: ``multichannel: true`` (each channel transcribed on its own, no diarization);
-- down-mix: the handler's default (FFmpeg's down-mix, then the embedded diarization).
+- down-mix: the handler's default (FFmpeg's down-mix, then the embedded diarization);
+- ablation: multichannel without muting the leaks (``crosstalk.gate_crosstalk`` replaced by nothing).
 
 Scores against the dialogue's JSON: cpWER (each speaker's words concatenated, best speaker pairing),
 the WER with speakers ignored (the ASR's own share), and the process CPU time of each request.
@@ -26,6 +27,7 @@ import sys
 import time
 import wave
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 
@@ -80,12 +82,16 @@ def score(truth_turns: list[dict], result: dict) -> dict:
     }
 
 
-def evaluate(names: list[str], crosstalk_db: float) -> dict:
+def evaluate(names: list[str], crosstalk_db: float, threads: int) -> dict:
     from whisper_endpoint.audio import decode_file
     from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
-    handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", diarization_model="embedded"))
+    import torch
+
+    torch.set_num_threads(threads)  # one thread each: CPU seconds without the spin of threads waiting
+    settings = ModelSettings(asr_model="embedded:base", diarization_model="embedded", cpu_threads=threads)
+    handler = EndpointHandler(settings=settings)
     rows = {}
     for name in names:
         path = AUDIO / "dialogues" / f"{name}.flac"
@@ -94,13 +100,17 @@ def evaluate(names: list[str], crosstalk_db: float) -> dict:
         speakers, channels = channels_from_turns(samples, truth, crosstalk_db)
         data = wav_bytes(channels)
         language = FILES[name]
-        multi, multi_cpu = timed(handler, data, {"language": language, "multichannel": True, "channel_names": speakers})
+        parameters = {"language": language, "multichannel": True, "channel_names": speakers}
+        multi, multi_cpu = timed(handler, data, parameters)
         mixed, mixed_cpu = timed(handler, data, {"language": language})
+        with mock.patch("whisper_endpoint.channels.gate_crosstalk", lambda channels: channels):  # the ablation
+            ungated, ungated_cpu = timed(handler, data, parameters)
         rows[name] = {
             "duration_s": round(len(samples) / RATE, 1),
             "channels": len(speakers),
             "multichannel": {**score(truth, multi), "cpu_s": round(multi_cpu, 1)},
             "downmix_diarization": {**score(truth, mixed), "cpu_s": round(mixed_cpu, 1)},
+            "multichannel_without_leak_gate": {**score(truth, ungated), "cpu_s": round(ungated_cpu, 1)},
             "cpu_ratio_multichannel_vs_downmix": round(multi_cpu / mixed_cpu, 2),
         }
         print(name, json.dumps(rows[name]), flush=True)
@@ -111,20 +121,22 @@ def evaluate(names: list[str], crosstalk_db: float) -> dict:
         "downmix": "the handler's default FFmpeg down-mix + DIARIZATION_MODEL=embedded (default settings)",
         "metrics": "cpWER and WER (speakers ignored) in %, BasicTextNormalizer; process CPU seconds per request",
         "crosstalk_db": crosstalk_db,
+        "threads": threads,
         "files": rows,
     }
 
 
 def markdown_table(result: dict) -> str:
     lines = ["| file | channels | cpWER multichannel | cpWER down-mix + diarization | WER, speakers ignored "
-             "(multichannel / down-mix) | CPU s multichannel / down-mix (ratio) |",
-             "|---|---|---|---|---|---|"]
+             "(multichannel / down-mix) | CPU s multichannel / down-mix (ratio) | cpWER multichannel, leaks kept |",
+             "|---|---|---|---|---|---|---|"]
     for name, row in result["files"].items():
         multi, mixed = row["multichannel"], row["downmix_diarization"]
         lines.append(
             f"| {name} ({row['duration_s']:.0f} s) | {row['channels']} | {multi['cpwer']:.2f}% | {mixed['cpwer']:.2f}% "
             f"| {multi['wer_speakers_ignored']:.2f}% / {mixed['wer_speakers_ignored']:.2f}% "
-            f"| {multi['cpu_s']:.1f} / {mixed['cpu_s']:.1f} ({row['cpu_ratio_multichannel_vs_downmix']:.2f}) |")
+            f"| {multi['cpu_s']:.1f} / {mixed['cpu_s']:.1f} ({row['cpu_ratio_multichannel_vs_downmix']:.2f}) "
+            f"| {row['multichannel_without_leak_gate']['cpwer']:.2f}% |")
     return "\n".join(lines)
 
 
@@ -133,12 +145,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "multichannel.json")
     parser.add_argument("--files", nargs="+", choices=list(FILES), default=list(FILES))
     parser.add_argument("--crosstalk-db", type=float, default=-25.0)
+    parser.add_argument("--threads", type=int, default=1, help="CPU threads of the ASR and of torch")
     parser.add_argument("--table", action="store_true", help="print the table of an existing --out file and stop")
     args = parser.parse_args()
     if args.table:
         print(markdown_table(json.loads(args.out.read_text())))
         return 0
-    result = evaluate(args.files, args.crosstalk_db)
+    result = evaluate(args.files, args.crosstalk_db, args.threads)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(markdown_table(result))
