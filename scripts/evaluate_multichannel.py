@@ -83,11 +83,11 @@ def score(truth_turns: list[dict], result: dict) -> dict:
 
 
 def evaluate(names: list[str], crosstalk_db: float, threads: int) -> dict:
+    import torch
+
     from whisper_endpoint.audio import decode_file
     from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
-
-    import torch
 
     torch.set_num_threads(threads)  # one thread each: CPU seconds without the spin of threads waiting
     settings = ModelSettings(asr_model="embedded:base", diarization_model="embedded", cpu_threads=threads)

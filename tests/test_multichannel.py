@@ -117,11 +117,12 @@ def test_leaks_are_muted_and_overlapping_voices_kept():
     a, b = np.zeros(3 * second), np.zeros(3 * second)
     a[: 2 * second] = 0.3 * rng.standard_normal(2 * second)  # a speaks 0-2 s
     b[second:] = 0.1 * rng.standard_normal(2 * second)  # b, 10 dB quieter, speaks 1-3 s: both at 1-2 s
-    gated = gate_crosstalk(np.stack([a + LEAK * b, b + LEAK * a]).astype(np.float32))
+    mixed = np.stack([a + LEAK * b, b + LEAK * a]).astype(np.float32)
+    gated = gate_crosstalk(mixed)
     edge = 400  # 25 ms: levels are compared over 50 ms
     assert not gated[1, : second - edge].any() and not gated[0, 2 * second + edge :].any()  # the leaks
-    assert np.array_equal(gated[:, second + edge : 2 * second - edge],
-                          np.stack([a + LEAK * b, b + LEAK * a])[:, second + edge : 2 * second - edge].astype(np.float32))
+    both = slice(second + edge, 2 * second - edge)
+    assert np.array_equal(gated[:, both], mixed[:, both])
 
 
 def test_the_down_mix_stays_the_default(call, call_file):
@@ -163,7 +164,7 @@ def test_each_channel_is_resampled_on_its_own():
     tones = np.stack([0.5 * np.sin(2 * np.pi * 440 * t), 0.25 * np.sin(2 * np.pi * 1000 * t)])
     audio = decode_channels(encode(tones, 44100, "flac", "flac", channels=2), max_seconds=60)
     assert audio.samples.shape == (2, 2 * TARGET_RATE) and audio.source_rate == 44100
-    peaks = [np.argmax(np.abs(np.fft.rfft(channel))) * TARGET_RATE / audio.samples.shape[1] for channel in audio.samples]
+    peaks = [np.argmax(np.abs(np.fft.rfft(ch))) * TARGET_RATE / audio.samples.shape[1] for ch in audio.samples]
     assert peaks == pytest.approx([440, 1000], abs=2)
     assert np.abs(audio.samples).max(axis=1) == pytest.approx([0.5, 0.25], abs=0.01)
 

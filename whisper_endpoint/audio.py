@@ -269,7 +269,7 @@ def _resample_channels(frames, count: int) -> list[np.ndarray]:
             keep(channel, mono)
     for channel in range(len(resamplers)):
         keep(channel, None)
-    del resamplers
+    resamplers = []
     gc.collect()  # PyAV keeps resampler buffers alive until collected (faster-whisper issue #390)
     return [np.concatenate(out).astype(np.float32, copy=False) if out else np.zeros(0, np.float32) for out in outputs]
 

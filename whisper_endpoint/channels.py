@@ -46,7 +46,7 @@ def respond(audio: Audio, config: InferenceConfig, warnings: list[str], transcri
     _warn_duplicates(audio.samples, warnings)
     results = []
     gated = gate_crosstalk(audio.samples)  # the other parties' voices leaking into each channel, muted
-    for index, (name, samples) in enumerate(zip(channel_names(config, len(gated)), gated)):
+    for index, (name, samples) in enumerate(zip(channel_names(config, len(gated)), gated, strict=True)):
         if is_silent(samples):
             results.append(ChannelResult(index, name, None))
             continue

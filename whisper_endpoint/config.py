@@ -115,7 +115,8 @@ class InferenceConfig(BaseModel):
         False, description="Transcribe each channel of a 2- to 8-channel file on its own: one speaker per channel."
     )
     channel_names: Optional[list[ChannelName]] = Field(
-        None, min_length=1, max_length=MAX_CHANNELS, description="Multichannel: one name per channel (default CHANNEL_0...)."
+        None, min_length=1, max_length=MAX_CHANNELS,
+        description="Multichannel: one name per channel (default CHANNEL_0...).",
     )
     diarize_channels: bool = Field(
         False, description="Multichannel: also diarize each channel (with DIARIZATION_MODEL set)."
