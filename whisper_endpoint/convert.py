@@ -211,7 +211,9 @@ def _tokenizer(ct2_dir: Path, staging: Path):
     scratch = staging / "source-tokenizer"  # from_pretrained wants a directory
     scratch.mkdir()
     shutil.copy(source, scratch / "tokenizer.json")
-    tokenizer = WhisperTokenizer.from_pretrained(scratch, extra_special_tokens=specials, model_max_length=448)
+    # additional_special_tokens: the name transformers 4 knows (5 renamed it extra_special_tokens and
+    # still takes this one; in 4, extra_special_tokens is a dict of named tokens).
+    tokenizer = WhisperTokenizer.from_pretrained(scratch, additional_special_tokens=specials, model_max_length=448)
     shutil.rmtree(scratch)
     tokenizer.init_kwargs.pop("is_local", None)  # from_pretrained's arguments, not the tokenizer's
     tokenizer.init_kwargs.pop("local_files_only", None)

