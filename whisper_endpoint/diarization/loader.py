@@ -52,7 +52,7 @@ def _embedded(repository: str | Path | None):
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
-        from whisper_endpoint.diarization.campplus import embedded_files
+        from whisper_endpoint.diarization.checkpoints import embedded_files
         from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
 
         files = embedded_files(repository)
