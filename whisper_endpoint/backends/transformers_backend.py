@@ -41,7 +41,7 @@ class TransformersBackend:
     def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
                  assistant_name: str | None = None):
         import torch
-        from transformers import AutoProcessor, WhisperForConditionalGeneration, pipeline
+        from transformers import AutoTokenizer, WhisperForConditionalGeneration, pipeline
 
         self.device = device
         self.dtype = torch.float16 if device == "cuda" else torch.float32
@@ -51,18 +51,20 @@ class TransformersBackend:
             model = WhisperForConditionalGeneration.from_pretrained(
                 model_path, attn_implementation=self.attention, low_cpu_mem_usage=True, **dtype_argument(self.dtype)
             )
-            processor = AutoProcessor.from_pretrained(model_path)
+            # The tokenizer alone: transformers 4's AutoProcessor insists on the slow tokenizer, which
+            # needs vocab.json and merges.txt; a model may carry tokenizer.json only.
+            tokenizer = AutoTokenizer.from_pretrained(model_path)
             features = WindowFeatureExtractor.from_pretrained(model_path)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
-        self.tokenizer = processor.tokenizer
+        self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.pipe = pipeline(
             "automatic-speech-recognition",
             model=self.model,
-            tokenizer=processor.tokenizer,
+            tokenizer=tokenizer,
             feature_extractor=features,
             device=device,
         )

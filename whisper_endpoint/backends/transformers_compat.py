@@ -30,3 +30,19 @@ def set_attention(model, implementation: str) -> None:
         model.set_attn_implementation(implementation)
     else:
         model.config._attn_implementation = implementation
+
+
+def save_tokenizer_files(directory, feature_extractor, tokenizer) -> None:
+    """Write the tokenizer's and feature extractor's files for a converted model.
+
+    transformers 5 saves them through ``WhisperProcessor`` (adding processor_config.json); 4's
+    ``WhisperProcessor`` takes the slow tokenizer only, which needs vocab.json and merges.txt that a
+    tokenizer.json alone does not give, so there each is saved on its own.
+    """
+    if _INSTALLED.major >= 5:
+        from transformers import WhisperProcessor
+
+        WhisperProcessor(feature_extractor=feature_extractor, tokenizer=tokenizer).save_pretrained(directory)
+    else:
+        feature_extractor.save_pretrained(directory)
+        tokenizer.save_pretrained(directory)
