@@ -3,6 +3,8 @@
 #
 #   scripts/simulate_endpoint.sh [IMAGE...]          IMAGE: current (default), legacy; "all" for both
 #   scripts/simulate_endpoint.sh --build-only IMAGE  only build (and cache) the image's venv
+#   scripts/simulate_endpoint.sh sagemaker           SageMaker's newest Hugging Face image (Python 3.12):
+#                                                    its requirements resolved for it, installed nowhere
 #
 # For each image: a venv with the image's pinned stack (the toolkit's setup.py, packages as they were
 # on PyPI when the image was built; cached in $SIMULATE_CACHE), then the cold start exactly as the
@@ -157,6 +159,41 @@ PY
     echo "image $image: results in $RESULTS"
 }
 
+# SageMaker's Hugging Face PyTorch inference image, newest in the sagemaker SDK's image_uri_config
+# (huggingface.json, sagemaker 2.257.7): transformers 4.51.3, PyTorch 2.6.0, Python 3.12. No Python 3.12
+# here, so pip resolves the archive's code/requirements.txt for 3.12 wheels (--python-version) with the
+# image's transformers, without installing: every package must have a 3.12 wheel and the set must agree.
+sagemaker_check() {
+    WORK="$CACHE/runs/sagemaker"
+    rm -rf "$WORK" && mkdir -p "$WORK"
+    [ -x "$CACHE/resolver/bin/python" ] || { "$PYTHON" -m venv "$CACHE/resolver" && pypi "$CACHE/resolver/bin/python" -m pip install -q --upgrade pip; }
+    (cd "$ROOT" && "$HOST_PY" scripts/package_sagemaker.py --output "$WORK/model.tar.gz" >/dev/null)
+    tar -xzf "$WORK/model.tar.gz" -C "$WORK" code/requirements.txt code/requirements-runtime.txt
+    local platforms=() tag status=resolved
+    for tag in manylinux_2_28_x86_64 manylinux_2_27_x86_64 manylinux_2_17_x86_64 manylinux2014_x86_64; do
+        platforms+=(--platform "$tag")
+    done
+    pypi "$CACHE/resolver/bin/python" -m pip install --dry-run --ignore-installed --target "$WORK/target" \
+        --python-version 3.12 "${platforms[@]}" --only-binary=:all: --cache-dir "$CACHE/pip-cache" \
+        --report "$WORK/report.json" -r "$WORK/code/requirements.txt" "transformers==4.51.3" \
+        >"$WORK/resolve.log" 2>&1 || status=failed
+    "$HOST_PY" - "$WORK" "$status" <<'PY'
+import json, sys
+from pathlib import Path
+work, status = Path(sys.argv[1]), sys.argv[2]
+report = json.loads((work / "report.json").read_text()) if (work / "report.json").is_file() else {"install": []}
+chosen = {item["metadata"]["name"].lower(): item["metadata"]["version"] for item in report["install"]}
+keep = ("torch", "torchvision", "torchaudio", "torchcodec", "transformers", "numpy", "pyannote.audio", "ctranslate2", "av")
+log = (work / "resolve.log").read_text().splitlines()
+entry = {"image": {"python": "3.12", "packages": {"transformers": "4.51.3", "torch": "2.6.0"}, "source": "sagemaker 2.257.7 image_uri_config/huggingface.json"},
+         "resolution": {"status": status, "packages": {name: chosen[name] for name in keep if name in chosen},
+                        "count": len(chosen), "errors": [line for line in log if "ERROR" in line][-3:]}}
+(work / "sagemaker.json").write_text(json.dumps(entry))
+PY
+    "$HOST_PY" "$ROOT/scripts/simulate_requests.py" merge "$RESULTS" sagemaker "$WORK/sagemaker.json"
+    echo "sagemaker: $status ($WORK/resolve.log)"
+}
+
 if [ "${1:-}" = "--build-only" ]; then
     shift
     for image in "$@"; do build_image "$image"; done
@@ -164,4 +201,6 @@ if [ "${1:-}" = "--build-only" ]; then
 fi
 IMAGES=("${@:-current}")
 [ "${IMAGES[0]}" = all ] && IMAGES=(current legacy)
-for image in "${IMAGES[@]}"; do simulate "$image"; done
+for image in "${IMAGES[@]}"; do
+    if [ "$image" = sagemaker ]; then sagemaker_check; else simulate "$image"; fi
+done
