@@ -26,6 +26,7 @@ from pathlib import Path
 CONTENT_TYPES = {".flac": "audio/flac", ".wav": "audio/wav", ".ogg": "audio/ogg", ".webm": "audio/webm",
                  ".mp3": "audio/mpeg", ".m4a": "audio/m4a"}
 PARAMETERS = {"return_timestamps": "word"}
+JSON = "application/json"
 
 
 def wait(url: str, pid: int, timeout_s: float) -> int:
@@ -74,8 +75,8 @@ def post_all(url: str, audio_dir: Path) -> list[dict]:
         encoded = base64.b64encode(data).decode()
         ways = {
             "raw": (data, CONTENT_TYPES[path.suffix]),
-            "base64+parameters": (json.dumps({"inputs": encoded, "parameters": PARAMETERS}).encode(), "application/json"),
-            "base64": (json.dumps({"inputs": encoded}).encode(), "application/json"),
+            "base64+parameters": (json.dumps({"inputs": encoded, "parameters": PARAMETERS}).encode(), JSON),
+            "base64": (json.dumps({"inputs": encoded}).encode(), JSON),
         }
         for way, (body, content_type) in ways.items():
             result = {"file": path.name, "way": way, **_post(url, body, content_type)}
@@ -101,7 +102,8 @@ def coldstart(log: Path, before: Path, after: Path, seconds: float, check: Path)
         "seconds": round(seconds, 1),
         "downloaded_mb": round(sum(size for _, size in downloads), 1),
         "largest_downloads_mb": {name: round(size, 1) for name, size in sorted(downloads, key=lambda d: -d[1])[:8]},
-        "upgraded_or_changed": {name: f"{old[name]} -> {new[name]}" for name in sorted(old) if name in new and old[name] != new[name]},
+        "upgraded_or_changed": {name: f"{old[name]} -> {new[name]}" for name in sorted(old)
+                                if name in new and old[name] != new[name]},
         "added": {name: new[name] for name in sorted(new) if name not in old},
         "removed": sorted(name for name in old if name not in new),
         "pip_check": check.read_text().strip().splitlines(),
