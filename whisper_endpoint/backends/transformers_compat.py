@@ -1,4 +1,4 @@
-"""What differs between the transformers versions requirements-runtime.txt allows (4.51.3 to 5.x).
+"""What differs between the transformers versions requirements-runtime.txt allows (4.53 to 5.x).
 
 The floor is tested by scripts/check_lowest.sh, which runs the transformers backend's tests on it.
 """
@@ -22,9 +22,9 @@ def dtype_argument(dtype) -> dict:
 def set_attention(model, implementation: str) -> None:
     """Switch a loaded model between ``sdpa`` and ``eager`` attention.
 
-    ``set_attn_implementation`` exists from 4.53 on. Before it, the config's value decides the
-    attention masks, and Whisper's SDPA layers take the eager path themselves whenever attention
-    weights are requested (word timestamps), so setting the config is the whole switch.
+    ``set_attn_implementation`` is there in 4.55 and later, not in 4.53. Without it the config's
+    value is read at each forward pass (Whisper's attention layers look it up there), so setting the
+    config is the whole switch.
     """
     if hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation(implementation)
