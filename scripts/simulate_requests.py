@@ -4,6 +4,7 @@
     python scripts/simulate_requests.py post URL AUDIO_DIR OUT.json
     python scripts/simulate_requests.py coldstart PIP_LOG FREEZE_BEFORE FREEZE_AFTER SECONDS PIP_CHECK OUT.json
     python scripts/simulate_requests.py merge RESULTS.json IMAGE PART.json...
+    python scripts/simulate_requests.py summary RESULTS.json      (the tables in docs/serving.md)
 
 Standard library only: it runs with any Python. Each file goes three ways: the raw bytes with the
 file's audio content type (what InferenceClient sends), JSON with base64 ``inputs`` and
@@ -120,6 +121,46 @@ def merge(results_path: Path, image: str, parts: list[Path]) -> None:
     results_path.write_text(json.dumps(results, indent=1, ensure_ascii=False) + "\n")
 
 
+CONFIGURATIONS = ("ctranslate2", "ctranslate2-task", "transformers", "transformers-task")
+
+
+def summary(results: dict) -> str:
+    """One markdown row per image (cold start) and per configuration (start-up, requests)."""
+    rows = ["| image | stack | cold start | pip changed | pip check after |", "|---|---|---|---|---|"]
+    for image, entry in results.items():
+        if "cold_start" not in entry:
+            continue
+        cold, stack = entry["cold_start"], entry["image"]["packages"]
+        changed = {k: v for k, v in cold["upgraded_or_changed"].items() if not k.startswith("nvidia")}
+        nvidia = sum(1 for k in cold["upgraded_or_changed"] if k.startswith("nvidia"))
+        rows.append(
+            f"| {image} | {', '.join(f'{k} {v}' for k, v in sorted(stack.items()))} | {cold['seconds']:.0f} s, "
+            f"{cold['downloaded_mb'] / 1000:.2f} GB | {', '.join(f'{k} {v}' for k, v in changed.items())}; "
+            f"{nvidia} nvidia-*-cu12 libraries; {len(cold['added'])} added, {len(cold['removed'])} removed "
+            f"({', '.join(cold['removed']) or 'none'}) | {'; '.join(cold['pip_check']) or 'consistent'} |"
+        )
+    rows += ["", "| image | configuration | start-up | requests answered 200 | texts | speakers |",
+             "|---|---|---|---|---|---|"]
+    for image, entry in results.items():
+        for name in CONFIGURATIONS + ("bad-diarization",):
+            if name not in entry:
+                continue
+            run = entry[name]
+            if not run["started"]:
+                error = (run.get("startup_error") or ["(no error line)"])[-1].strip()[:200]
+                rows.append(f"| {image} | {name} ({run['env']}) | failed: `{error}` | | | |")
+                continue
+            ok = [r for r in run["requests"] if r["status"] == 200]
+            texts = sorted({(r["file"].split(".")[0], r["text"][:45]) for r in ok})
+            speakers = sorted({(r["file"].split(".")[0], len(r["speakers"])) for r in ok})
+            rows.append(
+                f"| {image} | {name} ({run['env']}) | {run['startup_s']:.0f} s | {len(ok)}/{len(run['requests'])} | "
+                + "; ".join(f"{f}: {t!r}" for f, t in texts) + " | "
+                + ", ".join(f"{f}: {n}" for f, n in speakers) + " |"
+            )
+    return "\n".join(rows)
+
+
 def main(argv: list[str]) -> int:
     command = argv[0]
     if command == "wait":
@@ -129,8 +170,11 @@ def main(argv: list[str]) -> int:
         Path(argv[3]).write_text(json.dumps(results, ensure_ascii=False))
         return 0
     if command == "coldstart":
-        summary = coldstart(Path(argv[1]), Path(argv[2]), Path(argv[3]), float(argv[4]), Path(argv[5]))
-        Path(argv[6]).write_text(json.dumps(summary, ensure_ascii=False))
+        cold = coldstart(Path(argv[1]), Path(argv[2]), Path(argv[3]), float(argv[4]), Path(argv[5]))
+        Path(argv[6]).write_text(json.dumps(cold, ensure_ascii=False))
+        return 0
+    if command == "summary":
+        print(summary(json.loads(Path(argv[1]).read_text())))
         return 0
     if command == "merge":
         merge(Path(argv[1]), argv[2], [Path(p) for p in argv[3:]])
