@@ -21,6 +21,8 @@ PYTHON="${SIMULATE_PYTHON:-python3.11}"   # both images run Python 3.11
 HOST_PY="${HOST_PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$HOST_PY" ] || HOST_PY=python3
 RESULTS="${SIMULATE_RESULTS:-$ROOT/results/endpoint_simulation.json}"
+# The toolkit's server configurations to run (all by default).
+CONFIGS="${SIMULATE_CONFIGS:-ctranslate2 ctranslate2-task transformers transformers-task bad-diarization}"
 
 # The image's stack: the toolkit's install_requires and its torch, st and diffusers extras
 # (dockerfiles/pytorch/Dockerfile: pip install ".[torch,st,diffusers]"), minus kenlm, which it takes
@@ -137,14 +139,20 @@ simulate() {
     PYTHON="$HOST_PY" bash "$ROOT/scripts/make_endpoint_repo.sh" "$WORK/repository-transformers" \
         --asr-model "$WORK/transformers-model" >/dev/null || true
 
-    local parts=("$WORK/coldstart.json")
-    serve_and_post ctranslate2 "$WORK/repository" 18301 DIARIZATION_MODEL=embedded
-    serve_and_post ctranslate2-task "$WORK/repository" 18302 DIARIZATION_MODEL=embedded HF_TASK=automatic-speech-recognition
-    serve_and_post transformers "$WORK/repository-transformers" 18303 DIARIZATION_MODEL=embedded
-    serve_and_post transformers-task "$WORK/repository-transformers" 18304 DIARIZATION_MODEL=embedded HF_TASK=automatic-speech-recognition
-    serve_and_post bad-diarization "$WORK/repository" 18305 DIARIZATION_MODEL=/no/such/pipeline
-    parts+=("$WORK"/ctranslate2.json "$WORK"/ctranslate2-task.json "$WORK"/transformers.json \
-            "$WORK"/transformers-task.json "$WORK"/bad-diarization.json)
+    local parts=("$WORK/coldstart.json") name
+    for name in $CONFIGS; do
+        case "$name" in
+            ctranslate2) serve_and_post "$name" "$WORK/repository" 18301 DIARIZATION_MODEL=embedded ;;
+            ctranslate2-task) serve_and_post "$name" "$WORK/repository" 18302 DIARIZATION_MODEL=embedded \
+                HF_TASK=automatic-speech-recognition ;;
+            transformers) serve_and_post "$name" "$WORK/repository-transformers" 18303 DIARIZATION_MODEL=embedded ;;
+            transformers-task) serve_and_post "$name" "$WORK/repository-transformers" 18304 DIARIZATION_MODEL=embedded \
+                HF_TASK=automatic-speech-recognition ;;
+            bad-diarization) serve_and_post "$name" "$WORK/repository" 18305 DIARIZATION_MODEL=/no/such/pipeline ;;
+            *) echo "unknown configuration $name" >&2; return 1 ;;
+        esac
+        parts+=("$WORK/$name.json")
+    done
     "$HOST_PY" - "$WORK" "$image" "$("$WORK/venv/bin/python" -c 'import platform; print(platform.python_version())')" <<'PY'
 import json, sys
 from pathlib import Path
