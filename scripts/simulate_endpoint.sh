@@ -104,9 +104,30 @@ if status != "ok":
 PY
 }
 
+# The toolkit's server in each configuration of $CONFIGS, on $WORK's repositories.
+run_configurations() {
+    local name
+    for name in $CONFIGS; do
+        case "$name" in
+            ctranslate2) serve_and_post "$name" "$WORK/repository" 18301 DIARIZATION_MODEL=embedded ;;
+            ctranslate2-task) serve_and_post "$name" "$WORK/repository" 18302 DIARIZATION_MODEL=embedded \
+                HF_TASK=automatic-speech-recognition ;;
+            transformers) serve_and_post "$name" "$WORK/repository-transformers" 18303 DIARIZATION_MODEL=embedded ;;
+            transformers-task) serve_and_post "$name" "$WORK/repository-transformers" 18304 DIARIZATION_MODEL=embedded \
+                HF_TASK=automatic-speech-recognition ;;
+            bad-diarization) serve_and_post "$name" "$WORK/repository" 18305 DIARIZATION_MODEL=/no/such/pipeline ;;
+            *) echo "unknown configuration $name" >&2; return 1 ;;
+        esac
+    done
+}
+
 simulate() {
     local image="$1"
     WORK="$CACHE/runs/$image"
+    if [ -n "${SIMULATE_REUSE:-}" ] && [ -f "$WORK/coldstart.json" ]; then
+        serve_again "$image"
+        return
+    fi
     build_image "$image"
     echo "image $image: fresh copy of the image in $WORK"
     rm -rf "$WORK"
@@ -139,20 +160,12 @@ simulate() {
     PYTHON="$HOST_PY" bash "$ROOT/scripts/make_endpoint_repo.sh" "$WORK/repository-transformers" \
         --asr-model "$WORK/transformers-model" >/dev/null || true
 
+    run_configurations
     local parts=("$WORK/coldstart.json") name
     for name in $CONFIGS; do
-        case "$name" in
-            ctranslate2) serve_and_post "$name" "$WORK/repository" 18301 DIARIZATION_MODEL=embedded ;;
-            ctranslate2-task) serve_and_post "$name" "$WORK/repository" 18302 DIARIZATION_MODEL=embedded \
-                HF_TASK=automatic-speech-recognition ;;
-            transformers) serve_and_post "$name" "$WORK/repository-transformers" 18303 DIARIZATION_MODEL=embedded ;;
-            transformers-task) serve_and_post "$name" "$WORK/repository-transformers" 18304 DIARIZATION_MODEL=embedded \
-                HF_TASK=automatic-speech-recognition ;;
-            bad-diarization) serve_and_post "$name" "$WORK/repository" 18305 DIARIZATION_MODEL=/no/such/pipeline ;;
-            *) echo "unknown configuration $name" >&2; return 1 ;;
-        esac
         parts+=("$WORK/$name.json")
     done
+
     "$HOST_PY" - "$WORK" "$image" "$("$WORK/venv/bin/python" -c 'import platform; print(platform.python_version())')" <<'PY'
 import json, sys
 from pathlib import Path
@@ -201,6 +214,25 @@ entry = {"image": {"python": "3.12", "packages": {"transformers": "4.51.3", "tor
 PY
     "$HOST_PY" "$ROOT/scripts/simulate_requests.py" merge "$RESULTS" sagemaker "$WORK/sagemaker.json"
     echo "sagemaker: $status ($WORK/resolve.log)"
+}
+
+# SIMULATE_REUSE=1: the last cold start's venv again, with the repositories rebuilt from the current code
+# (what changed since is code, not requirements), for the configurations in SIMULATE_CONFIGS; results
+# of the other configurations are kept.
+serve_again() {
+    local image="$1" name parts=()
+    echo "image $image: reusing $WORK (cold start of $(stat -c %y "$WORK/coldstart.json" | cut -d. -f1))"
+    cmp -s "$ROOT/requirements.txt" "$WORK/repository/requirements.txt" || { echo "requirements changed: run without SIMULATE_REUSE" >&2; return 1; }
+    rm -rf "$WORK/repository" "$WORK/repository-transformers"
+    PYTHON="$HOST_PY" bash "$ROOT/scripts/make_endpoint_repo.sh" "$WORK/repository"
+    PYTHON="$HOST_PY" bash "$ROOT/scripts/make_endpoint_repo.sh" "$WORK/repository-transformers" \
+        --asr-model "$WORK/transformers-model" >/dev/null
+    for name in $CONFIGS; do rm -f "$WORK/$name.json" "$WORK/$name.requests.json"; done
+    run_configurations
+    for part in "$WORK"/image.json "$WORK"/coldstart.json "$WORK"/{ctranslate2,ctranslate2-task,transformers,transformers-task,bad-diarization}.json; do
+        [ -f "$part" ] && parts+=("$part")
+    done
+    "$HOST_PY" "$ROOT/scripts/simulate_requests.py" merge "$RESULTS" "$image" "${parts[@]}"
 }
 
 if [ "${1:-}" = "--build-only" ]; then

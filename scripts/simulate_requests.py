@@ -92,7 +92,7 @@ _UNITS = {"kB": 1e-3, "MB": 1.0, "GB": 1e3}
 
 def _freeze(path: Path) -> dict[str, str]:
     pins = (line.split("==", 1) for line in path.read_text().splitlines() if "==" in line)
-    return {name.lower(): version for name, version in pins}
+    return {re.sub(r"[-_.]+", "-", name).lower(): version for name, version in pins}  # pip 24 and 25 spell them apart
 
 
 def coldstart(log: Path, before: Path, after: Path, seconds: float, check: Path) -> dict:

@@ -27,7 +27,7 @@ import numpy as np
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends.base import DecodeOptions, check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
-from whisper_endpoint.backends.transformers_compat import dtype_argument, set_attention
+from whisper_endpoint.backends.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
@@ -58,6 +58,7 @@ class TransformersBackend:
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
+        skip_unloadable_torchcodec()
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token

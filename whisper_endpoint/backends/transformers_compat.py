@@ -46,3 +46,22 @@ def save_tokenizer_files(directory, feature_extractor, tokenizer) -> None:
     else:
         feature_extractor.save_pretrained(directory)
         tokenizer.save_pretrained(directory)
+
+
+def skip_unloadable_torchcodec() -> None:
+    """Keep transformers' speech pipeline away from a torchcodec that cannot load.
+
+    transformers 4.55 to 4.57 import torchcodec on every pipeline call whenever it is installed, to
+    check for its decoder type, and that import fails without FFmpeg's shared libraries. pyannote.audio
+    installs torchcodec, but this backend hands the pipeline waveforms only: where torchcodec cannot
+    load, the pipeline is told it is absent (transformers 5 checks this itself).
+    """
+    from transformers.pipelines import automatic_speech_recognition as asr_pipeline
+
+    available = getattr(asr_pipeline, "is_torchcodec_available", None)  # not imported there by 5.x
+    if available is None or not available():
+        return
+    try:
+        import torchcodec.decoders  # noqa: F401
+    except Exception:  # OSError or RuntimeError, depending on the torchcodec release
+        asr_pipeline.is_torchcodec_available = lambda: False
