@@ -26,7 +26,7 @@ class EndpointHandler:
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
-        self.diarizer = speaker_labels.load_diarizer(self.settings)
+        self.diarizer = speaker_labels.load_diarizer(self.settings, path)
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
 
     def __call__(self, data: dict) -> dict:

@@ -27,6 +27,7 @@ import numpy as np
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
+from whisper_endpoint.backends.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
@@ -41,7 +42,7 @@ class TransformersBackend:
     def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
                  assistant_name: str | None = None):
         import torch
-        from transformers import AutoProcessor, WhisperForConditionalGeneration, pipeline
+        from transformers import AutoTokenizer, WhisperForConditionalGeneration, pipeline
 
         self.device = device
         self.dtype = torch.float16 if device == "cuda" else torch.float32
@@ -49,20 +50,23 @@ class TransformersBackend:
         self.attention = "sdpa"
         try:
             model = WhisperForConditionalGeneration.from_pretrained(
-                model_path, dtype=self.dtype, attn_implementation=self.attention, low_cpu_mem_usage=True
+                model_path, attn_implementation=self.attention, low_cpu_mem_usage=True, **dtype_argument(self.dtype)
             )
-            processor = AutoProcessor.from_pretrained(model_path)
+            # The tokenizer alone: transformers 4's AutoProcessor insists on the slow tokenizer, which
+            # needs vocab.json and merges.txt; a model may carry tokenizer.json only.
+            tokenizer = AutoTokenizer.from_pretrained(model_path)
             features = WindowFeatureExtractor.from_pretrained(model_path)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
-        self.tokenizer = processor.tokenizer
+        skip_unloadable_torchcodec()
+        self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.pipe = pipeline(
             "automatic-speech-recognition",
             model=self.model,
-            tokenizer=processor.tokenizer,
+            tokenizer=tokenizer,
             feature_extractor=features,
             device=device,
         )
@@ -166,11 +170,11 @@ class _AttentionSwitch:
 
     def __enter__(self):
         if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.implementation)
+            set_attention(self.model, self.implementation)
 
     def __exit__(self, *exc):
         if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.previous)
+            set_attention(self.model, self.previous)
 
 
 def load_assistant(path: Path, name: str, main: TransformersBackend):
@@ -181,7 +185,9 @@ def load_assistant(path: Path, name: str, main: TransformersBackend):
     decoder_only = any("CausalLM" in arch for arch in (config.architectures or []))
     cls = AutoModelForCausalLM if decoder_only else WhisperForConditionalGeneration
     _check_same_tokenizer(path, name, config, main)
-    assistant = cls.from_pretrained(path, dtype=main.dtype, attn_implementation=main.attention, low_cpu_mem_usage=True)
+    assistant = cls.from_pretrained(
+        path, attn_implementation=main.attention, low_cpu_mem_usage=True, **dtype_argument(main.dtype)
+    )
     if decoder_only and config.d_model != main.model.config.d_model:
         raise ModelLoadError(
             f"assistant {name!r} is decoder-only with d_model {config.d_model}; it reuses the main encoder, "
