@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 from whisper_endpoint.config import ModelSettings  # noqa: E402
 from whisper_endpoint.serving.settings import ServerSettings  # noqa: E402

@@ -226,7 +226,7 @@ def _tokenizer(ct2_dir: Path, staging: Path):
 def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
     from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
 
-    from whisper_endpoint.backends.transformers_compat import save_tokenizer_files
+    from whisper_endpoint.transformers_compat import save_tokenizer_files
 
     for name in ("config.json", "model.bin"):
         if not (ct2_dir / name).is_file():

@@ -27,7 +27,7 @@ import numpy as np
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
-from whisper_endpoint.backends.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
+from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
