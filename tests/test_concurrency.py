@@ -27,7 +27,7 @@ from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
 RATE = 16000
-LONG = {"return_timestamps": "word", "chunk_length_s": 4, "batch_size": 2}
+LONG = {"return_timestamps": "word", "chunk_length_s": 4, "batch_size": 1}
 
 
 def _slice(name: str, start_s: float, seconds: float = 8.0):
