@@ -26,6 +26,8 @@ class Plan:
     speculative_clips: int
     latency_requests: int  # item 7: one at a time
     load: tuple[tuple[int, int], ...]  # item 7: (concurrency, requests)
+    concurrency_requests: int  # item 9: requests sent at once to each MAX_CONCURRENCY variant
+    concurrency_repeats: int  # item 9: rounds over the variants (the median is reported)
     # Seconds of the long source kept as speech in every long input, the rest silence; None = all
     # speech. The smoke run only needs the long-audio paths to run, not to decode 30 s of talk.
     long_speech_s: float | None = None
@@ -55,6 +57,8 @@ FULL = Plan(
     speculative_clips=5,
     latency_requests=8,
     load=((1, 8), (4, 16), (8, 32)),
+    concurrency_requests=8,
+    concurrency_repeats=3,
 )
 
 def by_name(name: str) -> Plan:
@@ -81,5 +85,7 @@ QUICK = Plan(
     speculative_clips=1,
     latency_requests=1,
     load=((1, 1), (4, 4)),
+    concurrency_requests=4,
+    concurrency_repeats=1,
     long_speech_s=6.0,
 )

@@ -36,10 +36,12 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(model: str, log: Path):
+def start_server(model: str, log: Path, *, max_concurrency: int = 1, cpu_threads: int = THREADS):
+    """``server.py serve`` on a free loopback port, once /health says ready: (process, url)."""
     port = _free_port()
-    env = {**os.environ, "ASR_MODEL": model, "PORT": str(port), "HOST": "127.0.0.1", "CPU_THREADS": str(THREADS),
-           "MAX_CONCURRENCY": "1", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "ASR_MODEL": model, "PORT": str(port), "HOST": "127.0.0.1", "CPU_THREADS": str(cpu_threads),
+           "MAX_CONCURRENCY": str(max_concurrency), "HF_HUB_OFFLINE": "1"}
+    env.pop("NUM_WORKERS", None)  # the server gives the model one CTranslate2 worker per MAX_CONCURRENCY slot
     process = subprocess.Popen([sys.executable, "server.py", "serve"], cwd=ROOT, env=env,
                                stdout=log.open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
