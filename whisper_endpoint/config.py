@@ -74,7 +74,6 @@ class ModelSettings(BaseSettings):
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
     )
 
-
     def with_workers_for(self, concurrency: int) -> "ModelSettings":
         """These settings with one CTranslate2 worker per concurrent request, unless NUM_WORKERS was set."""
         if "num_workers" in self.model_fields_set:

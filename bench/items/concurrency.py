@@ -33,7 +33,8 @@ MEMORY_ONLY = {"mc4_threads1": (4, 1)}
 
 def _post_at_once(url: str, body: bytes, count: int) -> list[int]:
     def post(_):
-        return requests.post(f"{url}/predict", data=body, headers={"Content-Type": "audio/flac"}, timeout=900).status_code
+        response = requests.post(f"{url}/predict", data=body, headers={"Content-Type": "audio/flac"}, timeout=900)
+        return response.status_code
 
     with ThreadPoolExecutor(count) as pool:
         return list(pool.map(post, range(count)))
