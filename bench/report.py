@@ -138,11 +138,9 @@ def _concurrency(entry: dict) -> list[str]:
         rows.append(f"| {variant['max_concurrency']} | {variant['cpu_threads']} | {variant['per_wall_minute']} | "
                     f"{variant['per_cpu_minute']} | {variant['cpu_s_per_request']} | {variant['rss_after_load_mib']} | "
                     f"{variant['rss_after_first_use_mib']} | {variant['peak_rss_mib']} |")
-    per = entry["rss_per_extra_worker_mib"]
-    rows += ["", f"RSS per extra worker (one thread each): {per['rss_after_load_mib_mc2_threads1']} / "
-             f"{per['rss_after_load_mib_mc4_threads1']} MiB after load, {per['rss_after_first_use_mib_mc2_threads1']}"
-             f" / {per['rss_after_first_use_mib_mc4_threads1']} MiB once every worker has decoded (1 -> 2 / 1 -> 4 "
-             "workers)."]
+    growth = [f"{step} workers: {values['rss_after_load_mib']} MiB after load, {values['rss_after_first_use_mib']} MiB "
+              "once every worker has decoded" for step, values in entry["rss_per_extra_worker_mib"].items()]
+    rows += ["", "RSS per extra worker (one thread each), " + "; ".join(growth) + "."]
     return rows
 
 

@@ -26,9 +26,10 @@ from bench import inputs
 from bench.items.serving import start_server
 from bench.measure import cpu_seconds, rss_mib
 
-# name: (MAX_CONCURRENCY, CPU_THREADS per CTranslate2 worker)
-VARIANTS = {"mc1_threads1": (1, 1), "mc1_threads2": (1, 2), "mc2_threads1": (2, 1), "mc2_threads2": (2, 2)}
-MEMORY_ONLY = {"mc4_threads1": (4, 1)}
+# name: (MAX_CONCURRENCY, CPU_THREADS per CTranslate2 worker); the plan names the variants it runs.
+SETTINGS = {"mc1_threads1": (1, 1), "mc1_threads2": (1, 2), "mc2_threads1": (2, 1), "mc2_threads2": (2, 2),
+            "mc4_threads1": (4, 1)}
+MEMORY_ONLY = {"mc4_threads1"}  # loaded and used once, for memory per worker; not timed
 
 
 def _post_at_once(url: str, body: bytes, count: int) -> list[int]:
@@ -82,14 +83,14 @@ def _stop(servers: dict) -> None:
 def run(plan, workdir: Path) -> dict:
     clip_file = inputs.clip_path(plan.latency_clip)
     body, count = clip_file.read_bytes(), plan.concurrency_requests
-    servers, memory = _started(plan.model, {**VARIANTS, **MEMORY_ONLY}, workdir, body)
+    servers, memory = _started(plan.model, {name: SETTINGS[name] for name in plan.concurrency_variants}, workdir, body)
+    timed = [name for name in plan.concurrency_variants if name not in MEMORY_ONLY]
     try:
-        _stop({name: servers.pop(name) for name in MEMORY_ONLY})  # measured once loaded and used
-        rounds: dict[str, list[dict]] = {name: [] for name in VARIANTS}
-        names = list(VARIANTS)
+        _stop({name: servers.pop(name) for name in plan.concurrency_variants if name in MEMORY_ONLY})
+        rounds: dict[str, list[dict]] = {name: [] for name in timed}
         for index in range(plan.concurrency_repeats):
-            shift = index % len(names)
-            for name in names[shift:] + names[:shift]:
+            shift = index % len(timed)
+            for name in timed[shift:] + timed[:shift]:
                 rounds[name].append(_round(servers[name], body, count))
         for name, (process, _) in servers.items():
             memory[name].update(rss_at_end_mib=rss_mib(process.pid), peak_rss_mib=_peak_rss_mib(process.pid))
@@ -101,9 +102,9 @@ def run(plan, workdir: Path) -> dict:
         "clip_s": inputs.seconds_of(inputs.clip(plan.latency_clip)),
         "requests_at_once": count,
         "repeats": plan.concurrency_repeats,
-        "variants": {name: _summary(VARIANTS[name], rounds[name], memory[name], count) for name in VARIANTS},
-        "memory_only": {name: {"max_concurrency": MEMORY_ONLY[name][0], "cpu_threads": MEMORY_ONLY[name][1],
-                               **memory[name]} for name in MEMORY_ONLY},
+        "variants": {name: _summary(SETTINGS[name], rounds[name], memory[name], count) for name in timed},
+        "memory_only": {name: {"max_concurrency": SETTINGS[name][0], "cpu_threads": SETTINGS[name][1], **memory[name]}
+                        for name in plan.concurrency_variants if name in MEMORY_ONLY},
         "rss_per_extra_worker_mib": _per_worker(memory),
         "failed_requests": sum(r["failed"] for runs in rounds.values() for r in runs)
         + sum(m["warmup_failed"] for m in memory.values()),
@@ -119,8 +120,12 @@ def _summary(setting: tuple[int, int], runs: list[dict], memory: dict, count: in
 
 
 def _per_worker(memory: dict) -> dict:
-    """RSS growth per extra worker, one thread each (1 -> 2 and 1 -> 4 workers), after load and after use."""
+    """RSS growth per extra worker against one worker, one thread each: {"1->2": {...}, "1->4": {...}}."""
     base = memory["mc1_threads1"]
-    return {f"{key}_{name}": round((memory[name][key] - base[key]) / (workers - 1), 1)
-            for name, workers in (("mc2_threads1", 2), ("mc4_threads1", 4))
-            for key in ("rss_after_load_mib", "rss_after_first_use_mib")}
+    growth = {}
+    for name, values in memory.items():
+        workers, threads = SETTINGS[name]
+        if threads == 1 and workers > 1:
+            growth[f"1->{workers}"] = {key: round((values[key] - base[key]) / (workers - 1), 1)
+                                       for key in ("rss_after_load_mib", "rss_after_first_use_mib")}
+    return growth
