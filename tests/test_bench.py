@@ -23,7 +23,7 @@ ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling
 # Two processes at once, one per core (timings mean nothing here; the GPU script's CPU run goes
 # alongside), then --merge joins their results: the run fits the smoke test's minute, and the merge
 # used for split runs is exercised too.
-GROUPS = (("overhead", "speculative", "diarization", "concurrency"), ("serving", "precision", "batching", "scaling"))
+GROUPS = (("overhead", "speculative", "diarization", "batching"), ("serving", "precision", "scaling", "concurrency"))
 
 
 GPU_SCRIPT = ["bench/gpu_transformers.py", "--size", "tiny", "--device", "cpu", "--batch-sizes", "1", "2",

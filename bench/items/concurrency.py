@@ -23,7 +23,7 @@ from pathlib import Path
 import requests
 
 from bench import inputs
-from bench.items.serving import start_server
+from bench.items.serving import launch_server, wait_ready
 from bench.measure import cpu_seconds, rss_mib
 
 # name: (MAX_CONCURRENCY, CPU_THREADS per CTranslate2 worker); the plan names the variants it runs.
@@ -57,16 +57,22 @@ def _round(server, body: bytes, count: int) -> dict:
             "per_wall_minute": round(60 * count / wall, 2), "per_cpu_minute": round(60 * count / cpu, 2)}
 
 
-def _started(model: str, variants: dict, workdir: Path, body: bytes) -> dict:
-    """Each variant's server, loaded, then warmed up with MAX_CONCURRENCY requests at once (every
-    worker has decoded once); its memory before and after that first use."""
-    servers, memory = {}, {}
-    for name, (concurrency, threads) in variants.items():
-        servers[name] = start_server(model, workdir / f"{name}.log", max_concurrency=concurrency, cpu_threads=threads)
-        pid = servers[name][0].pid
-        loaded = rss_mib(pid)
-        failed = sum(s != 200 for s in _post_at_once(servers[name][1], body, concurrency))
-        memory[name] = {"rss_after_load_mib": loaded, "rss_after_first_use_mib": rss_mib(pid), "warmup_failed": failed}
+def _started(model: str, variants: dict, workdir: Path, body: bytes) -> tuple[dict, dict]:
+    """Each variant's server (all loading at once), then, one server at a time, warmed up with
+    MAX_CONCURRENCY requests at once (every worker has decoded once); its memory before and after."""
+    servers = {name: launch_server(model, workdir / f"{name}.log", max_concurrency=concurrency, cpu_threads=threads)
+               for name, (concurrency, threads) in variants.items()}
+    memory = {}
+    try:
+        for name, (process, url) in servers.items():
+            wait_ready(process, url, workdir / f"{name}.log")
+            loaded = rss_mib(process.pid)
+            failed = sum(s != 200 for s in _post_at_once(url, body, variants[name][0]))
+            memory[name] = {"rss_after_load_mib": loaded, "rss_after_first_use_mib": rss_mib(process.pid),
+                            "warmup_failed": failed}
+    except Exception:
+        _stop(servers)
+        raise
     return servers, memory
 
 
