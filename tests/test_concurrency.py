@@ -2,9 +2,10 @@
 
 One handler (tiny.en on two CTranslate2 workers, the embedded diarization) takes four requests on four
 threads at once, and the live server at MAX_CONCURRENCY=2 does the same on both backends: every
-response must equal the response to the same request sent alone. The long inputs are 8 s slices
-decoded with ``chunk_length_s`` 4 and ``batch_size`` 2, so each takes the batched path through
-several batches (where faster-whisper's pipeline carries word-timing state) while staying cheap.
+response must equal the response to the same request sent alone. The long inputs are 5-8 s slices
+decoded with ``chunk_length_s`` 4 and ``batch_size`` 1, so each takes the long-audio path, on
+ctranslate2 through several batches (where faster-whisper's pipeline carries word-timing state),
+while staying cheap.
 """
 
 from __future__ import annotations
@@ -155,8 +156,8 @@ def test_server_ctranslate2_at_max_concurrency_2(monkeypatch, tmp_path, settings
     app, service = _served(monkeypatch, tmp_path, settings_factory, ASR_MODEL="embedded:tiny.en")
     clip = base64.b64encode(read_clip("asterisk_vm-next.flac")).decode()
     bodies = [
-        {"inputs": _flac(_slice("flite_meeting.flac", 0)), "parameters": LONG},
-        {"inputs": _flac(_slice("fillets_barrel.flac", 9)), "parameters": LONG},
+        {"inputs": _flac(_slice("flite_meeting.flac", 0, 6)), "parameters": LONG},
+        {"inputs": _flac(_slice("fillets_barrel.flac", 9, 6)), "parameters": LONG},
         {"inputs": clip, "parameters": {"return_timestamps": "word"}},
         {"inputs": clip, "parameters": {"return_timestamps": "segment"}},
     ]
@@ -172,9 +173,9 @@ def test_server_transformers_at_max_concurrency_2(monkeypatch, tmp_path, setting
                            ASR_BACKEND="transformers")
     clip = base64.b64encode(read_clip("asterisk_vm-next.flac")).decode()
     bodies = [  # word timestamps (the eager twin) beside segment and plain requests (the SDPA model)
-        {"inputs": _flac(_slice("flite_meeting.flac", 0)),
+        {"inputs": _flac(_slice("flite_meeting.flac", 0, 5)),
          "parameters": {"return_timestamps": "word", "chunk_length_s": 4}},
-        {"inputs": _flac(_slice("fillets_barrel.flac", 9)), "parameters": {"chunk_length_s": 4}},
+        {"inputs": _flac(_slice("fillets_barrel.flac", 9, 5)), "parameters": {"chunk_length_s": 4}},
         {"inputs": clip, "parameters": {"return_timestamps": "word"}},
         {"inputs": clip, "parameters": {"return_timestamps": "none"}},
     ]
