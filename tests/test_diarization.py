@@ -11,10 +11,8 @@ MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
 
 
 @pytest.fixture(scope="module")
-def diarizing(settings_factory):
-    from whisper_endpoint.handler import EndpointHandler
-
-    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded"))
+def diarizing(diarizing_handler):
+    return diarizing_handler
 
 
 @pytest.fixture(scope="module")

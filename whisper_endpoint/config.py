@@ -67,10 +67,22 @@ class ModelSettings(BaseSettings):
         description="auto: int8 (ctranslate2) / float32 (transformers) on CPU, float16 on CUDA.",
     )
     cpu_threads: int = Field(0, ge=0, le=256, description="0 lets the backend decide.")
+    num_workers: int = Field(
+        1, ge=1, le=64,
+        description="ctranslate2: requests the one loaded model decodes in parallel (CTranslate2 workers; "
+        "each extra one holds its own buffers, not another copy of the weights). The server and Ray "
+        "replicas set it to their decode concurrency unless NUM_WORKERS is set.",
+    )
     model_cache_dir: Path = Field(default_factory=_default_cache_dir)
     max_audio_seconds: float = Field(
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
     )
+
+    def with_workers_for(self, concurrency: int) -> "ModelSettings":
+        """These settings with one CTranslate2 worker per concurrent request, unless NUM_WORKERS was set."""
+        if "num_workers" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"num_workers": concurrency})
 
 
 class InferenceConfig(BaseModel):

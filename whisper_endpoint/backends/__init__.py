@@ -52,6 +52,7 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
             device=device,
             compute_type=ctranslate2_compute_type(settings.compute_type, device),
             cpu_threads=settings.cpu_threads,
+            num_workers=settings.num_workers,
         )
     from whisper_endpoint.backends.transformers_backend import TransformersBackend
 

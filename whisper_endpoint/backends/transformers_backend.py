@@ -1,8 +1,11 @@
 """transformers backend: the ``automatic-speech-recognition`` pipeline, with speculative decoding.
 
 fp16 on CUDA, fp32 on CPU, SDPA attention on both. Word timestamps come from cross-attention (the
-generation config's alignment heads), which SDPA does not return: those requests run on eager
-attention, switched per request under a lock.
+generation config's alignment heads), which SDPA does not return: those requests decode on an
+eager-attention twin of the model that holds the very same weight tensors (``_eager_twin``). Nothing
+is switched on a model while requests run, so requests on several threads need no lock: each call
+builds its own generation state (transformers copies the generation config and makes a new cache per
+``generate``), and the models, feature extractor and tokenizer are only read.
 
 Audio longer than one window: on CUDA the pipeline cuts it into overlapping 30 s chunks decoded
 ``batch_size`` at a time (a GPU decodes a batch in about the time of one chunk). On CPU, or with
@@ -18,8 +21,9 @@ decode their windows one at a time, and the response says so.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import logging
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -42,7 +46,7 @@ class TransformersBackend:
     def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
                  assistant_name: str | None = None):
         import torch
-        from transformers import AutoTokenizer, WhisperForConditionalGeneration, pipeline
+        from transformers import AutoTokenizer, WhisperForConditionalGeneration
 
         self.device = device
         self.dtype = torch.float16 if device == "cuda" else torch.float32
@@ -63,19 +67,13 @@ class TransformersBackend:
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.pipe = pipeline(
-            "automatic-speech-recognition",
-            model=self.model,
-            tokenizer=tokenizer,
-            feature_extractor=features,
-            device=device,
-        )
+        self.pipe = _asr_pipeline(self.model, tokenizer, features, device)
+        self.word_pipe = _asr_pipeline(_eager_twin(self.model), tokenizer, features, device)
         self.model_name = model_name
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
         if assistant_path is not None:
             self.assistant = load_assistant(assistant_path, assistant_name or str(assistant_path), self)
-        self._lock = threading.Lock()  # the attention switch below is per model, not per request
         logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
 
     def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
@@ -95,14 +93,14 @@ class TransformersBackend:
         timestamps = {"none": False, "segment": True, "word": "word"}[options.return_timestamps]
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
-        with self._lock, self._attention_for(options.return_timestamps):
-            output = self.pipe(
-                {"raw": samples, "sampling_rate": TARGET_RATE},
-                chunk_length_s=options.chunk_length_s if chunked else None,
-                batch_size=batch_size,
-                return_timestamps=timestamps,
-                generate_kwargs=generate_kwargs,
-            )
+        pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
+        output = pipe(
+            {"raw": samples, "sampling_rate": TARGET_RATE},
+            chunk_length_s=options.chunk_length_s if chunked else None,
+            batch_size=batch_size,
+            return_timestamps=timestamps,
+            generate_kwargs=generate_kwargs,
+        )
         mode = "chunked" if chunked else "sequential"
         return Transcript(
             segments=_segments(output, options.return_timestamps, len(samples) / TARGET_RATE),
@@ -157,24 +155,24 @@ class TransformersBackend:
             token = int(self.model.detect_language(input_features=features.to(self.device, self.dtype))[0])
         return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
 
-    def _attention_for(self, timestamps: str):
-        return _AttentionSwitch(self.model, "eager" if timestamps == "word" else self.attention)
+
+def _asr_pipeline(model, tokenizer, features, device: str):
+    from transformers import pipeline
+
+    return pipeline("automatic-speech-recognition", model=model, tokenizer=tokenizer, feature_extractor=features,
+                    device=device)
 
 
-class _AttentionSwitch:
-    """Run a block with the given attention implementation, restoring the previous one after."""
+def _eager_twin(model):
+    """The model with eager attention, sharing every weight tensor with ``model`` (no second copy).
 
-    def __init__(self, model, implementation: str):
-        self.model, self.implementation = model, implementation
-        self.previous = model.config._attn_implementation
-
-    def __enter__(self):
-        if self.implementation != self.previous:
-            set_attention(self.model, self.implementation)
-
-    def __exit__(self, *exc):
-        if self.implementation != self.previous:
-            set_attention(self.model, self.previous)
+    A deep copy whose memo already holds each parameter and buffer copies only the module tree and
+    its config; switching the twin's attention leaves ``model`` on SDPA.
+    """
+    shared = {id(tensor): tensor for tensor in itertools.chain(model.parameters(), model.buffers())}
+    twin = copy.deepcopy(model, memo=shared)
+    set_attention(twin, "eager")
+    return twin.eval()
 
 
 def load_assistant(path: Path, name: str, main: TransformersBackend):
@@ -193,6 +191,10 @@ def load_assistant(path: Path, name: str, main: TransformersBackend):
             f"assistant {name!r} is decoder-only with d_model {config.d_model}; it reuses the main encoder, "
             f"whose d_model is {main.model.config.d_model}"
         )
+    # "heuristic" writes the draft length back onto the assistant after each call, so one request would
+    # shape the next (or a concurrent) one; "heuristic_transient" adapts it the same way within a call.
+    if assistant.generation_config.num_assistant_tokens_schedule == "heuristic":
+        assistant.generation_config.num_assistant_tokens_schedule = "heuristic_transient"
     logger.info("assistant %s loaded (%s)", name, "decoder-only" if decoder_only else "full Whisper")
     return assistant.to(main.device).eval()
 
