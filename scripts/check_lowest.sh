@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Do the floors hold? Installs the lowest version requirements.txt allows of every package it gives a
-# ">=" floor (following its -r includes, and requirements-server.txt when there is one) into a venv
-# layered over an existing environment, then runs the fast tests there. Not run by CI.
+# Do the floors hold? Installs the lowest version requirements-runtime.txt and requirements-server.txt
+# allow of every package they give a ">=" floor into a venv layered over an existing environment, then
+# runs the fast tests there. Not run by CI. (requirements.txt adds the platforms' pins over the
+# runtime file: they are checked by scripts/simulate_endpoint.sh, not here.)
 #
 #   BASE_VENV=.venv scripts/check_lowest.sh [PYTEST_ARGS...]
 #
@@ -19,8 +20,7 @@ WORK="${LOWEST_DIR:-$HOME/.cache/whisper-endpoint/lowest-layered}"
 VENV="$WORK/venv"
 cd "$ROOT"
 
-FILES=(requirements.txt)
-[ -f requirements-server.txt ] && FILES+=(requirements-server.txt)
+FILES=(requirements-runtime.txt requirements-server.txt)
 rm -rf "$VENV"  # a fresh venv each time: what a previous floor needed must not linger
 mkdir -p "$WORK"
 "$BASE/bin/python" -m venv --without-pip "$VENV"
@@ -36,7 +36,7 @@ status=0  # a failed conversion (transformers) is a finding too: the tests still
 "$VENV/bin/python" -m whisper_endpoint.embedded tiny.en base || { status=1; echo "model assembly failed" >&2; }
 [ $# -gt 0 ] || set -- -q -p no:cacheprovider tests/test_audio.py tests/test_parameters.py tests/test_windows.py \
     tests/test_bounds.py tests/test_handler.py tests/test_speaker_merge.py tests/test_formats.py \
-    tests/test_models.py tests/test_transformers_backend.py tests/test_openai_api.py tests/test_diarization.py \
-    tests/test_diarization_backend.py
+    tests/test_models.py tests/test_endpoint_repo.py tests/test_transformers_backend.py tests/test_openai_api.py \
+    tests/test_diarization.py tests/test_diarization_backend.py
 "$VENV/bin/python" -m pytest "$@" || status=$?
 exit $status

@@ -97,3 +97,12 @@ def base_handler(settings_factory):
     from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(settings=settings_factory(asr_model="embedded:base"))
+
+
+@pytest.fixture(scope="session")
+def diarizing_handler(settings_factory):
+    """tiny.en with the embedded diarization, on two CTranslate2 workers (requests may run at once)."""
+    from whisper_endpoint.handler import EndpointHandler
+
+    settings = settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded", num_workers=2)
+    return EndpointHandler(settings=settings)

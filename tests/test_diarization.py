@@ -11,10 +11,8 @@ MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
 
 
 @pytest.fixture(scope="module")
-def diarizing(settings_factory):
-    from whisper_endpoint.handler import EndpointHandler
-
-    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded"))
+def diarizing(diarizing_handler):
+    return diarizing_handler
 
 
 @pytest.fixture(scope="module")
@@ -87,3 +85,24 @@ def test_segments_without_word_times_are_labelled_whole_and_said(diarizing):
                                           warnings)
     assert " ".join(run["text"] for run in extra["speakers"]).split() == transcript.text.split()
     assert "1 of 1 segments came without word times" in " ".join(warnings)
+
+
+def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):
+    """Multichannel with diarize_channels: the first 10 s of the meeting (two voices) on the left, a
+    clip (one voice) on the right; speakers and turns carry the channel's name."""
+    import numpy as np
+
+    from tests.conftest import CLIPS, decode_reference
+
+    left = decode_reference(MEETING)[: 10 * 16000]
+    clip = decode_reference(CLIPS / "asterisk_vm-next.flac")
+    right = np.zeros_like(left)
+    right[6 * 16000 : 6 * 16000 + len(clip)] = clip
+    result = diarizing({"inputs": {"array": np.stack([left, right]).tolist()},
+                        "parameters": {"multichannel": True, "diarize_channels": True, "channel_names": "room,phone",
+                                       "return_speaker_turns": True}})
+    labels = [(run["channel"], run["speaker"]) for run in result["speakers"]]
+    assert {label for channel, label in labels if channel == 0} == {"room:SPEAKER_00", "room:SPEAKER_01"}
+    assert {label for channel, label in labels if channel == 1} == {"phone:SPEAKER_00"}
+    assert {turn["speaker"].split(":")[0] for turn in result["speaker_turns"]} == {"room", "phone"}
+    assert "words" not in result["speakers"][0]  # asked for by the channel flow, not by the request

@@ -16,7 +16,11 @@ from whisper_endpoint import embedded
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.backends import cost
 from whisper_endpoint.convert import converted_model_dir
-from whisper_endpoint.errors import InvalidParameterError, ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.errors import (
+    InvalidParameterError,
+    ModelLoadError,
+    UnsupportedOptionError,
+)
 
 THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-invalidpin.flac"]
 
@@ -70,7 +74,7 @@ def test_word_timestamps_from_alignment_heads(tiny_tf):
     starts = [w["timestamp"][0] for w in words]
     assert starts == sorted(starts) and all(s <= e <= result["duration"] for s, e in (w["timestamp"] for w in words))
     assert words[-1]["timestamp"][1] > 0.5 * result["duration"]  # spread over the clip, not bunched at 0
-    assert tiny_tf.asr.model.config._attn_implementation == tiny_tf.asr.attention  # switched back
+    assert tiny_tf.asr.model.config._attn_implementation == tiny_tf.asr.attention  # never switched: the twin ran
 
 
 def _joined(names, pause_s=1.0):
@@ -137,7 +141,11 @@ def test_english_only_model_refuses_translate(tiny_tf):
 def _random_assistant(main_dir, out_dir, *, decoder_only: bool):
     """A randomly initialised assistant speaking the main model's tokens: lossless decoding must not care."""
     import torch
-    from transformers import WhisperConfig, WhisperForCausalLM, WhisperForConditionalGeneration
+    from transformers import (
+        WhisperConfig,
+        WhisperForCausalLM,
+        WhisperForConditionalGeneration,
+    )
 
     torch.manual_seed(0)
     config = WhisperConfig.from_pretrained(main_dir)

@@ -3,13 +3,11 @@
 Files of any container FFmpeg knows (wav, flac, mp3, ogg/opus, m4a, webm...) are decoded with PyAV,
 down-mixed and resampled in one pass; decoding stops as soon as the duration limit is passed, so a
 small file that expands into hours of audio never fills memory. Arrays are resampled the same way.
+Multichannel requests keep the channels apart instead (``decode_channels``, ``channels_from_array``):
+each channel is resampled on its own, and the limit counts channel-seconds.
 
-A file that decodes to less audio than its header declares (FLAC's STREAMINFO total samples, a WAV
-data chunk's size, an MP4 track's or a Matroska segment's duration, an MP3 Xing/VBRI frame count)
-was cut short, typically an incomplete upload: what decodes is transcribed, and ``Audio.warnings``
-names both lengths. A warning, not an error: the transcript of what arrived is right, and a refusal
-would throw it away. Files that declare no length (MediaRecorder's WebM, streamed FLAC whose total
-is 0, Ogg, ADTS, whose FFmpeg durations are estimates) are never flagged.
+A file that decodes to less audio than its header declares gets a warning in ``Audio.warnings``
+(``declared_length``).
 """
 
 from __future__ import annotations
@@ -21,6 +19,7 @@ from dataclasses import dataclass
 import av
 import numpy as np
 
+from whisper_endpoint.declared_length import truncation_warnings
 from whisper_endpoint.errors import (
     EmptyAudioError,
     InvalidInputError,
@@ -29,21 +28,21 @@ from whisper_endpoint.errors import (
 )
 
 TARGET_RATE = 16000
+MAX_CHANNELS = 8  # of a multichannel request (from_array takes as many for a down-mix)
 _ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
 MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resampling overshoot
-TRUNCATION_TOLERANCE_S = 0.5  # codec delay and padding stay under 0.3 s (AAC priming at 8 kHz)
 
 
 @dataclass(frozen=True)
 class Audio:
-    samples: np.ndarray  # float32, mono, TARGET_RATE
+    samples: np.ndarray  # float32, TARGET_RATE; mono (n,), or (channels, n) from decode_channels
     source_rate: int
     source_channels: int
     warnings: tuple[str, ...] = ()  # e.g. a file that ends before its declared length
 
     @property
     def duration(self) -> float:
-        return len(self.samples) / TARGET_RATE
+        return self.samples.shape[-1] / TARGET_RATE
 
 
 def decode_file(data: bytes, *, max_seconds: float) -> Audio:
@@ -58,7 +57,7 @@ def decode_file(data: bytes, *, max_seconds: float) -> Audio:
     with _open(data) as container:
         stream = container.streams.audio[0]
         decoded = _check_duration(container, stream, max_seconds)
-        warnings = _truncation_warnings(_declared_seconds(data, container, stream), decoded)
+        warnings = truncation_warnings(data, container, stream, decoded)
     with _open(data) as container:
         stream = container.streams.audio[0]
         rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
@@ -93,53 +92,6 @@ def _check_duration(container, stream, max_seconds: float) -> float:
         if seconds > max_seconds:
             raise _too_long(max_seconds)
     return seconds
-
-
-def _declared_seconds(data: bytes, container, stream) -> float | None:
-    """The length the file's header declares, for the formats that declare one (FFmpeg's durations of
-    the others are estimates from what is there, or from the bit rate)."""
-    name = container.format.name
-    if name == "wav":  # FFmpeg clamps the data chunk's size to the bytes present: read the header
-        return _wav_declared_seconds(data)
-    if name == "matroska,webm":
-        return container.duration / 1e6 if container.duration is not None else None
-    declares = name in ("flac", "mov,mp4,m4a,3gp,3g2,mj2") or (name == "mp3" and _mp3_has_length_tag(data))
-    if declares and stream.duration is not None:
-        return float(stream.duration * stream.time_base)
-    return None
-
-
-def _wav_declared_seconds(data: bytes) -> float | None:
-    """The data chunk's size over the byte rate; None for streamed WAV (size 0 or 0xFFFFFFFF) and RF64."""
-    if data[:4] != b"RIFF" or data[8:12] != b"WAVE":
-        return None
-    position, byte_rate = 12, 0
-    while position + 8 <= len(data):
-        chunk, size = data[position : position + 4], int.from_bytes(data[position + 4 : position + 8], "little")
-        if chunk == b"fmt " and size >= 12:
-            byte_rate = int.from_bytes(data[position + 16 : position + 20], "little")
-        elif chunk == b"data":
-            return size / byte_rate if byte_rate and size not in (0, 0xFFFFFFFF) else None
-        position += 8 + size + (size & 1)  # chunks are padded to even sizes
-    return None
-
-
-def _mp3_has_length_tag(data: bytes) -> bool:
-    """A Xing/Info or VBRI tag (frame count) in the first frame, after any ID3v2 tag."""
-    start = 0
-    if data[:3] == b"ID3" and len(data) >= 10:
-        start = 10 + ((data[6] & 0x7F) << 21 | (data[7] & 0x7F) << 14 | (data[8] & 0x7F) << 7 | (data[9] & 0x7F))
-    head = data[start : start + 256]
-    return any(tag in head for tag in (b"Xing", b"Info", b"VBRI"))
-
-
-def _truncation_warnings(declared: float | None, decoded: float) -> tuple[str, ...]:
-    if declared is None or decoded + TRUNCATION_TOLERANCE_S >= declared:
-        return ()
-    return (
-        f"the file declares {declared:.2f} s of audio but only {decoded:.2f} s decode (a truncated file or an "
-        f"incomplete upload?): the transcript covers those {decoded:.2f} s",
-    )
 
 
 def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
@@ -239,4 +191,120 @@ def _too_long(max_seconds: float) -> PayloadTooLargeError:
     return PayloadTooLargeError(
         f"the audio is longer than the limit of {max_seconds:g} s "
         "(setting MAX_AUDIO_SECONDS); split it or raise the limit"
+    )
+
+
+# --- multichannel: each channel on its own ---------------------------------------------------------------
+
+
+def decode_channels(data: bytes, *, max_seconds: float) -> Audio:
+    """Decode a file into its channels, each resampled to 16 kHz on its own: ``samples`` is
+    (channels, n). ``max_seconds`` bounds the sum of channel-seconds, checked before anything is kept.
+    """
+    if not data:
+        raise EmptyAudioError("the audio input is empty (0 bytes)")
+    with _open(data) as container:
+        stream = container.streams.audio[0]
+        rate, count = stream.codec_context.sample_rate, stream.codec_context.channels
+        check_channel_count(count)
+        try:
+            decoded = _check_duration(container, stream, max_seconds / count)
+        except PayloadTooLargeError:
+            raise _too_many_channel_seconds(count, max_seconds) from None
+        warnings = truncation_warnings(data, container, stream, decoded)
+    with _open(data) as container:
+        channels = _resample_channels(_decoded_frames(container, container.streams.audio[0]), count)
+    return _checked_channels(channels, rate or TARGET_RATE, warnings)
+
+
+def channels_from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
+    """A 2-D array (channels, samples), each row validated and resampled as ``from_array`` does."""
+    try:
+        array = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError("inputs.array must be a list of numbers (one list per channel)") from exc
+    if array.ndim == 1:
+        check_channel_count(1)  # raises: one channel
+    if array.ndim != 2:
+        raise InvalidInputError(f"inputs.array must be 2-D (channels, samples); got shape {array.shape}")
+    count = array.shape[0]
+    check_channel_count(count)
+    if count * array.shape[1] / sampling_rate > max_seconds:
+        raise _too_many_channel_seconds(count, max_seconds)
+    rows = [from_array(row, sampling_rate, max_seconds=max_seconds).samples for row in array]
+    return _checked_channels(rows, sampling_rate)
+
+
+def check_channel_count(count: int) -> None:
+    if count < 2:
+        raise InvalidInputError(
+            f"multichannel needs audio with 2 to {MAX_CHANNELS} channels; this audio has {count}: "
+            "send it without multichannel"
+        )
+    if count > MAX_CHANNELS:
+        raise InvalidInputError(
+            f"multichannel takes at most {MAX_CHANNELS} channels; this audio has {count}: "
+            "send it without multichannel (down-mixed), or fewer channels"
+        )
+
+
+def _resample_channels(frames, count: int) -> list[np.ndarray]:
+    """Each channel through its own mono resampler, in one decoding pass. No frame with more than one
+    channel reaches a resampler: PyAV's crashes the process on 8 or more channels of unnamed layout
+    (PyAV 18)."""
+    outputs: list[list[np.ndarray]] = [[] for _ in range(count)]
+    resamplers: list = []
+    source = None
+
+    def keep(channel: int, frame) -> None:
+        outputs[channel].extend(out.to_ndarray().reshape(-1) for out in resamplers[channel].resample(frame))
+
+    for frame in frames:
+        planes = _float_planes(frame)
+        if planes.shape[0] != count:
+            raise UndecodableAudioError(
+                f"the number of channels changes within the stream ({count} -> {planes.shape[0]}); "
+                "multichannel needs a constant one: send it without multichannel"
+            )
+        if frame.sample_rate != source:  # a chained stream can change its rate: new resamplers
+            for channel in range(len(resamplers)):
+                keep(channel, None)
+            resamplers = [av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE) for _ in range(count)]
+            source = frame.sample_rate
+        for channel in range(count):
+            mono = av.AudioFrame.from_ndarray(np.ascontiguousarray(planes[channel : channel + 1]), format="flt",
+                                              layout="mono")
+            mono.sample_rate = source
+            keep(channel, mono)
+    for channel in range(len(resamplers)):
+        keep(channel, None)
+    resamplers = []
+    gc.collect()  # PyAV keeps resampler buffers alive until collected (faster-whisper issue #390)
+    return [np.concatenate(out).astype(np.float32, copy=False) if out else np.zeros(0, np.float32) for out in outputs]
+
+
+def _float_planes(frame) -> np.ndarray:
+    """A decoded frame as float32 (channels, samples) in -1..1, whatever its sample format."""
+    data = frame.to_ndarray()
+    if not frame.format.is_planar:  # interleaved: one row of samples x channels
+        data = data.reshape(-1, len(frame.layout.channels)).T
+    if data.dtype.kind == "f":
+        return data.astype(np.float32, copy=False)
+    if data.dtype.kind == "u":  # FFmpeg's only unsigned format, u8, is centred on 128
+        return (data.astype(np.float32) - 128.0) / 128.0
+    return (data / float(-np.iinfo(data.dtype).min)).astype(np.float32)
+
+
+def _checked_channels(channels: list[np.ndarray], source_rate: int, warnings: tuple[str, ...] = ()) -> Audio:
+    length = min(len(channel) for channel in channels)
+    if length == 0:
+        raise EmptyAudioError("the audio contains no samples (zero-length audio)")
+    samples = np.stack([channel[:length] for channel in channels])
+    return Audio(samples, source_rate, len(channels), warnings)
+
+
+def _too_many_channel_seconds(count: int, max_seconds: float) -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"the audio's {count} channels add up to more than the limit of {max_seconds:g} s "
+        "(setting MAX_AUDIO_SECONDS; multichannel counts every channel's seconds); split it or raise the limit"
     )

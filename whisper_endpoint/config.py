@@ -6,8 +6,9 @@ for. Both validate everything and say what would have been valid.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import ClassVar, Literal, Optional
+from typing import Annotated, ClassVar, Literal, Optional
 
 from pydantic import (
     AliasChoices,
@@ -15,14 +16,17 @@ from pydantic import (
     ConfigDict,
     Field,
     SecretStr,
+    StringConstraints,
     field_validator,
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from whisper_endpoint.audio import MAX_CHANNELS
 from whisper_endpoint.languages import normalize_language
 
 DEFAULT_ASR_MODEL = "embedded:base"
+ChannelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 
 
 def _default_cache_dir() -> Path:
@@ -63,6 +67,12 @@ class ModelSettings(BaseSettings):
         description="auto: int8 (ctranslate2) / float32 (transformers) on CPU, float16 on CUDA.",
     )
     cpu_threads: int = Field(0, ge=0, le=256, description="0 lets the backend decide.")
+    num_workers: int = Field(
+        1, ge=1, le=64,
+        description="ctranslate2: requests the one loaded model decodes in parallel (CTranslate2 workers; "
+        "each extra one holds its own buffers, not another copy of the weights). The server and Ray "
+        "replicas set it to their decode concurrency unless NUM_WORKERS is set.",
+    )
     model_cache_dir: Path = Field(default_factory=_default_cache_dir)
     max_audio_seconds: float = Field(
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
@@ -74,6 +84,12 @@ class ModelSettings(BaseSettings):
         description="Most windows decoded at once (a request's batch_size is capped by it); unset: the "
         "device's default (device.py).",
     )
+
+    def with_workers_for(self, concurrency: int) -> "ModelSettings":
+        """These settings with one CTranslate2 worker per concurrent request, unless NUM_WORKERS was set."""
+        if "num_workers" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"num_workers": concurrency})
 
 
 class InferenceConfig(BaseModel):
@@ -114,6 +130,16 @@ class InferenceConfig(BaseModel):
         False, description="Also return the diarization's own turns (start, end, speaker), e.g. for RTTM."
     )
     return_speaker_words: bool = Field(False, description="Add each word with its speaker to 'speakers'.")
+    multichannel: bool = Field(
+        False, description="Transcribe each channel of a 2- to 8-channel file on its own: one speaker per channel."
+    )
+    channel_names: Optional[list[ChannelName]] = Field(
+        None, min_length=1, max_length=MAX_CHANNELS,
+        description="Multichannel: one name per channel (default CHANNEL_0...).",
+    )
+    diarize_channels: bool = Field(
+        False, description="Multichannel: also diarize each channel (with DIARIZATION_MODEL set)."
+    )
 
     @field_validator("language", mode="before")
     @classmethod
@@ -123,6 +149,27 @@ class InferenceConfig(BaseModel):
         if not isinstance(value, str):
             raise ValueError("must be a language code or name, e.g. 'en' or 'english'")
         return normalize_language(value)
+
+    @field_validator("channel_names", mode="before")
+    @classmethod
+    def _channel_names(cls, value):
+        # Text-only routes (query string, OpenAI form fields) send a JSON list or comma-separated names.
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    raise ValueError("must be a JSON list of names or comma-separated names") from None
+            return text.split(",")
+        return value
+
+    @field_validator("channel_names")
+    @classmethod
+    def _distinct_names(cls, names):
+        if names is not None and len(set(names)) != len(names):
+            raise ValueError("channel names must differ from each other")
+        return names
 
     @field_validator("return_timestamps", mode="before")
     @classmethod

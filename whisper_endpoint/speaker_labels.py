@@ -19,8 +19,11 @@ logger = logging.getLogger(__name__)
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speaker_turns", "return_speaker_words")
 
 
-def load_diarizer(settings):
-    """Return the diarization pipeline named by the settings, or None when diarization is off."""
+def load_diarizer(settings, repository_path: str = ""):
+    """Return the diarization pipeline named by the settings, or None when diarization is off.
+
+    ``repository_path``: the endpoint's repository, whose carried checkpoints ``embedded`` prefers.
+    """
     if not settings.diarization_model:
         return None
     from whisper_endpoint.device import resolve_device
@@ -32,6 +35,7 @@ def load_diarizer(settings):
         token=token,
         device=resolve_device(settings.device),
         cache_dir=settings.model_cache_dir,
+        repository=repository_path or None,
     )
 
 

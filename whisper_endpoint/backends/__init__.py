@@ -6,9 +6,14 @@ import logging
 from pathlib import Path
 
 from whisper_endpoint.backends.base import ASRBackend
-from whisper_endpoint.device import ctranslate2_compute_type, max_batch_size, resolve_device
+from whisper_endpoint.device import (
+    ctranslate2_compute_type,
+    max_batch_size,
+    resolve_device,
+)
 from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.models import detect_format, locate_model
+from whisper_endpoint.models import locate_model
+from whisper_endpoint.repository import carried_asr_model
 
 logger = logging.getLogger(__name__)
 
@@ -16,12 +21,11 @@ __all__ = ["ASRBackend", "load_asr_backend", "asr_reference"]
 
 
 def asr_reference(settings, repository_path: str = "") -> str:
-    """ASR_MODEL when set; else a model stored in the endpoint's repository; else the embedded default."""
+    """ASR_MODEL when set; else a model the endpoint's repository carries; else the embedded default."""
     if "asr_model" in settings.model_fields_set:
         return settings.asr_model
-    if repository_path and detect_format(Path(repository_path)) is not None:
-        return str(repository_path)
-    return settings.asr_model
+    carried = carried_asr_model(repository_path) if repository_path else None
+    return str(carried) if carried is not None else settings.asr_model
 
 
 def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
@@ -53,6 +57,7 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
             compute_type=ctranslate2_compute_type(settings.compute_type, device),
             cpu_threads=settings.cpu_threads,
             max_batch_size=max_batch_size(settings.max_batch_size, device),
+            num_workers=settings.num_workers,
         )
     from whisper_endpoint.backends.transformers_backend import TransformersBackend
 

@@ -4,6 +4,11 @@ Audio that fits one window runs through ``WhisperModel.transcribe`` (sequential,
 previous text). Longer audio runs through ``BatchedInferencePipeline`` over the speech found by the
 bundled Silero VAD, packed into windows (see windows.py), ``batch_size`` windows at once; the response's
 ``decoding`` block says which path ran and how many encoder windows it cost (see cost.py).
+
+Requests may run on several threads at once: the model is shared (``num_workers`` CTranslate2 workers
+decode that many requests in parallel; more requests wait for a free worker), everything a decode
+keeps between its steps lives in objects made for that request (the batched pipeline, the window
+counter).
 """
 
 from __future__ import annotations
@@ -36,23 +41,24 @@ class CTranslate2Backend:
     name = "ctranslate2"
 
     def __init__(self, model_path: str, *, model_name: str, device: str, compute_type: str, cpu_threads: int = 0,
-                 max_batch_size: int = 8):
+                 max_batch_size: int = 8, num_workers: int = 1):
         try:
             self.model = _CountingModel(
                 model_path,
                 device=device,
                 compute_type=compute_type,
                 cpu_threads=cpu_threads,
+                num_workers=num_workers,
                 local_files_only=True,
             )
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelLoadError(f"faster-whisper could not load {model_name!r}: {exc}") from exc
-        self.batched = BatchedInferencePipeline(self.model)
         self.model_name = model_name
         self.device, self.compute_type = device, compute_type
         self.max_batch_size = max_batch_size
         self.is_multilingual = bool(self.model.model.is_multilingual)
-        logger.info("loaded %s with ctranslate2 on %s (%s)", model_name, device, compute_type)
+        self.num_workers = num_workers
+        logger.info("loaded %s with ctranslate2 on %s (%s, %d workers)", model_name, device, compute_type, num_workers)
 
     def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
@@ -109,7 +115,10 @@ class CTranslate2Backend:
                     "remainders_decoded_again": 0, "stopped": False}
         if not packed.windows:
             return [], options.language, None, decoding
-        generator, info = self.batched.transcribe(
+        # One pipeline per request, sharing the model: the pipeline keeps the last word's end time on
+        # itself between batches (word timestamps) and resets it only when its generator finishes, so
+        # a shared one mixed word times across concurrent requests and kept a failed request's value.
+        generator, info = BatchedInferencePipeline(self.model).transcribe(
             packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in packed.windows], **kwargs
         )
         segments, decoding["stopped"] = _consume(generator)

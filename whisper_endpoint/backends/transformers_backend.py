@@ -1,8 +1,11 @@
 """transformers backend: the ``automatic-speech-recognition`` pipeline, with speculative decoding.
 
 fp16 on CUDA, fp32 on CPU, SDPA attention on both. Word timestamps come from cross-attention (the
-generation config's alignment heads), which SDPA does not return: those requests run on eager
-attention, switched per request under a lock.
+generation config's alignment heads), which SDPA does not return: those requests decode on an
+eager-attention twin of the model that holds the very same weight tensors (``_eager_twin``). Nothing
+is switched on a model while requests run, so requests on several threads need no lock: each call
+builds its own generation state (transformers copies the generation config and makes a new cache per
+``generate``), and the models, feature extractor and tokenizer are only read.
 
 Audio longer than one window: on CUDA the pipeline cuts it into overlapping 30 s chunks decoded
 ``batch_size`` at a time (a GPU decodes a batch in about the time of one chunk). On CPU, or with
@@ -23,8 +26,9 @@ left are encoded but not decoded (at most one per 30 s, which cost.py's budget k
 
 from __future__ import annotations
 
+import copy
+import itertools
 import logging
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -38,6 +42,7 @@ from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
+from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 
 logger = logging.getLogger(__name__)
 
@@ -48,7 +53,7 @@ class TransformersBackend:
     def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
                  assistant_name: str | None = None, max_batch_size: int = 8):
         import torch
-        from transformers import AutoProcessor, WhisperForConditionalGeneration, pipeline
+        from transformers import AutoTokenizer, WhisperForConditionalGeneration
 
         self.device = device
         self.dtype = torch.float16 if device == "cuda" else torch.float32
@@ -56,31 +61,30 @@ class TransformersBackend:
         self.attention = "sdpa"
         try:
             model = WhisperForConditionalGeneration.from_pretrained(
-                model_path, dtype=self.dtype, attn_implementation=self.attention, low_cpu_mem_usage=True
+                model_path, attn_implementation=self.attention, low_cpu_mem_usage=True, **dtype_argument(self.dtype)
             )
-            processor = AutoProcessor.from_pretrained(model_path)
+            # The tokenizer alone: transformers 4's AutoProcessor insists on the slow tokenizer, which
+            # needs vocab.json and merges.txt; a model may carry tokenizer.json only.
+            tokenizer = AutoTokenizer.from_pretrained(model_path)
             features = WindowFeatureExtractor.from_pretrained(model_path)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
-        self.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
         self.max_batch_size = max_batch_size
-        self.tokenizer = processor.tokenizer
+        skip_unloadable_torchcodec()
+        self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.pipe = pipeline(
-            "automatic-speech-recognition",
-            model=self.model,
-            tokenizer=processor.tokenizer,
-            feature_extractor=features,
-            device=device,
-        )
+        twin = _eager_twin(self.model)
+        for encoder in (self.model.get_encoder(), twin.get_encoder()):
+            encoder.register_forward_pre_hook(_count_windows, with_kwargs=True)
+        self.pipe = _asr_pipeline(self.model, tokenizer, features, device)
+        self.word_pipe = _asr_pipeline(twin, tokenizer, features, device)
         self.model_name = model_name
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
         if assistant_path is not None:
             self.assistant = load_assistant(assistant_path, assistant_name or str(assistant_path), self)
-        self._lock = threading.Lock()  # the attention switch below is per model, not per request
         logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
 
     def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
@@ -116,14 +120,14 @@ class TransformersBackend:
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
             generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
-        with self._lock, self._attention_for(options.return_timestamps):
-            output = self.pipe(
-                {"raw": samples, "sampling_rate": TARGET_RATE},
-                chunk_length_s=window_s if chunked else None,
-                batch_size=batch_size,
-                return_timestamps=timestamps,
-                generate_kwargs=generate_kwargs,
-            )
+        pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
+        output = pipe(
+            {"raw": samples, "sampling_rate": TARGET_RATE},
+            chunk_length_s=window_s if chunked else None,
+            batch_size=batch_size,
+            return_timestamps=timestamps,
+            generate_kwargs=generate_kwargs,
+        )
         decoding = {"mode": "chunked" if chunked else "sequential", "batch_size": batch_size, "assisted": assisted}
         if chunked:
             decoding["chunk_length_s"] = window_s
@@ -191,8 +195,12 @@ class TransformersBackend:
             token = int(self.model.detect_language(input_features=features.to(self.device, self.dtype))[0])
         return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
 
-    def _attention_for(self, timestamps: str):
-        return _AttentionSwitch(self.model, "eager" if timestamps == "word" else self.attention)
+
+def _asr_pipeline(model, tokenizer, features, device: str):
+    from transformers import pipeline
+
+    return pipeline("automatic-speech-recognition", model=model, tokenizer=tokenizer, feature_extractor=features,
+                    device=device)
 
 
 def _count_windows(module, args, kwargs) -> None:
@@ -216,20 +224,16 @@ class _StopWhenSpent(StoppingCriteria):
         return torch.full((input_ids.shape[0],), spent, dtype=torch.bool, device=input_ids.device)
 
 
-class _AttentionSwitch:
-    """Run a block with the given attention implementation, restoring the previous one after."""
+def _eager_twin(model):
+    """The model with eager attention, sharing every weight tensor with ``model`` (no second copy).
 
-    def __init__(self, model, implementation: str):
-        self.model, self.implementation = model, implementation
-        self.previous = model.config._attn_implementation
-
-    def __enter__(self):
-        if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.implementation)
-
-    def __exit__(self, *exc):
-        if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.previous)
+    A deep copy whose memo already holds each parameter and buffer copies only the module tree and
+    its config; switching the twin's attention leaves ``model`` on SDPA.
+    """
+    shared = {id(tensor): tensor for tensor in itertools.chain(model.parameters(), model.buffers())}
+    twin = copy.deepcopy(model, memo=shared)
+    set_attention(twin, "eager")
+    return twin.eval()
 
 
 def load_assistant(path: Path, name: str, main: TransformersBackend):
@@ -240,12 +244,18 @@ def load_assistant(path: Path, name: str, main: TransformersBackend):
     decoder_only = any("CausalLM" in arch for arch in (config.architectures or []))
     cls = AutoModelForCausalLM if decoder_only else WhisperForConditionalGeneration
     _check_same_tokenizer(path, name, config, main)
-    assistant = cls.from_pretrained(path, dtype=main.dtype, attn_implementation=main.attention, low_cpu_mem_usage=True)
+    assistant = cls.from_pretrained(
+        path, attn_implementation=main.attention, low_cpu_mem_usage=True, **dtype_argument(main.dtype)
+    )
     if decoder_only and config.d_model != main.model.config.d_model:
         raise ModelLoadError(
             f"assistant {name!r} is decoder-only with d_model {config.d_model}; it reuses the main encoder, "
             f"whose d_model is {main.model.config.d_model}"
         )
+    # "heuristic" writes the draft length back onto the assistant after each call, so one request would
+    # shape the next (or a concurrent) one; "heuristic_transient" adapts it the same way within a call.
+    if assistant.generation_config.num_assistant_tokens_schedule == "heuristic":
+        assistant.generation_config.num_assistant_tokens_schedule = "heuristic_transient"
     logger.info("assistant %s loaded (%s)", name, "decoder-only" if decoder_only else "full Whisper")
     return assistant.to(main.device).eval()
 

@@ -10,7 +10,7 @@ from whisper_endpoint.batch.outputs import FORMATS
 from whisper_endpoint.batch.summary import Progress, Summary
 from whisper_endpoint.batch.work import Handler, Outcome, pending, transcribe_file
 from whisper_endpoint.formats import FORMATS as FORMAT_SPECS
-from whisper_endpoint.formats import parameters_for
+from whisper_endpoint.formats import parameters_for, speakers_available
 
 
 def plan(items: list[Item], out_dir: Path, retry_failed: bool) -> tuple[list[Item], int]:
@@ -25,8 +25,9 @@ def check_formats(formats: list[str], parameters: dict, diarization: bool) -> tu
         raise InputError(f"unknown output format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
     chosen = sorted(set(formats) - {"json"})
     for name in chosen:
-        if FORMAT_SPECS[name].speakers == "required" and not diarization:
-            raise InputError(f"{name} output needs speaker diarization: set DIARIZATION_MODEL (e.g. embedded)")
+        if FORMAT_SPECS[name].speakers == "required" and not speakers_available(parameters, diarization):
+            raise InputError(f"{name} output needs speaker diarization: set DIARIZATION_MODEL (e.g. embedded), "
+                             "or --param multichannel=true for recordings with one speaker per channel")
         parameters = {**parameters, **parameters_for(name)}
     return ["json", *chosen], parameters
 

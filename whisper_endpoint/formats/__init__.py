@@ -7,16 +7,18 @@ render through ``render``; a new format is one entry in ``FORMATS``.
 | json, text | OpenAI's ``{"text", "usage"}``; the plain text | text only |
 | srt, vtt | subtitles; speaker runs as labelled cues when diarized | segment times |
 | verbose_json | OpenAI's segments and/or words with times | segment or word times |
-| diarized_json | OpenAI's segments with a speaker each | speakers (diarization) |
+| diarized_json | OpenAI's segments with a speaker each | speakers (diarization, or multichannel) |
 | txt, tsv | the text by speaker turn; one cue a row (start, end, speaker, text) | segment times |
-| rttm | the diarization's own turns | speaker turns (diarization) |
+| rttm | the diarization's own turns (multichannel: each channel's) | speaker turns (diarization, or multichannel) |
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
+
+from pydantic import TypeAdapter, ValidationError
 
 from whisper_endpoint.formats import openai, subtitles, tables
 from whisper_endpoint.formats.subtitles import Cue, cues
@@ -85,4 +87,14 @@ def parameters_for(name: str) -> dict:
     return {"return_speaker_turns": True} if FORMATS[name].turns else {}
 
 
-__all__ = ["FORMATS", "Context", "Cue", "Format", "Rendered", "cues", "parameters_for", "render", "timestamps_for"]
+def speakers_available(parameters: Mapping, diarization: bool) -> bool:
+    """Whether a request gets speakers: from diarization, or one per channel (``multichannel``)."""
+    try:
+        multichannel = TypeAdapter(bool).validate_python(parameters.get("multichannel", False))
+    except ValidationError:
+        multichannel = False  # the handler names the bad value
+    return diarization or multichannel
+
+
+__all__ = ["FORMATS", "Context", "Cue", "Format", "Rendered", "cues", "parameters_for", "render", "speakers_available",
+           "timestamps_for"]

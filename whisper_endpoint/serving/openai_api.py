@@ -97,11 +97,12 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
     if form.timestamp_granularities and name != "verbose_json":
         raise with_param(InvalidParameterError(
             "timestamp_granularities[] needs response_format=verbose_json"), "timestamp_granularities")
-    if spec.speakers == "required" and not service.diarization_available:
-        raise with_param(UnsupportedOptionError(
-            f"{name} needs speaker labels, and diarization is off on this server (DIARIZATION_MODEL is not set)"
-        ), "response_format")
     extra = text_parameters(form.extra_fields())
+    if spec.speakers == "required" and not formats.speakers_available(extra, service.diarization_available):
+        raise with_param(UnsupportedOptionError(
+            f"{name} needs speaker labels: diarization is off on this server (DIARIZATION_MODEL is not set); "
+            "a recording with one speaker per channel can send multichannel=true"
+        ), "response_format")
     overridden = sorted(set(extra) & set(_ROUTE_FIELDS))
     if overridden:
         raise with_param(InvalidParameterError(

@@ -24,9 +24,12 @@ Handler = Callable[[dict], dict]
 
 
 def load_endpoint_handler(settings: ServerSettings) -> Handler:
+    from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
-    return EndpointHandler(path=settings.model_dir)
+    # MAX_CONCURRENCY requests decode at once, so the model gets that many workers (NUM_WORKERS wins).
+    model = ModelSettings().with_workers_for(settings.max_concurrency)
+    return EndpointHandler(path=settings.model_dir, settings=model)
 
 
 class InferenceService:
