@@ -9,8 +9,10 @@ the prompt and expect the API's behaviour. Without the trim, faster-whisper's re
 ``ValueError`` (a 500) and transformers decoded only the 40-odd tokens left after the prompt.
 Hotwords (a later parameter) will share the prompt's half.
 
-Text of Whisper's control tokens (``<|endoftext|>``, ``<|0.00|>``...) inside the prompt is refused
-(422): it would be read as the token itself (transformers refuses it with a ValueError).
+Text that the model's tokenizer reads as one of Whisper's control tokens (``<|endoftext|>``,
+``<|startoftranscript|>``...) is refused (422): it would be read as the token itself (transformers
+refused it with a ValueError). Text the tokenizer reads as plain text (``<|0.00|>`` for the
+CTranslate2 models' tokenizer, which has no timestamp tokens) is plain text.
 """
 
 from __future__ import annotations
