@@ -31,6 +31,9 @@ SITE="$(ls -d "$VENV"/lib/python3*/site-packages)"
 echo "installed in the layered venv (over $BASE):"
 "$VENV/bin/python" -m pip --disable-pip-version-check list --path "$SITE" --format freeze | sed 's/^/  /'
 
+# This checkout's package, in the tests and in the scripts they start (the base's editable install of
+# it is not seen through the layering, and may be another checkout).
+export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 MODEL_CACHE_DIR="$WORK/models" TEST_MODEL_CACHE="$WORK/models"
 status=0  # a failed conversion (transformers) is a finding too: the tests still run and say the rest
 "$VENV/bin/python" -m whisper_endpoint.embedded tiny.en base || { status=1; echo "model assembly failed" >&2; }
