@@ -154,6 +154,7 @@ def _resample(frames, *, max_seconds: float) -> np.ndarray:
             chunks.append(chunk)
 
     for frame in frames:
+        frame = _at_most_eight_channels(frame)
         frame.pts = None  # let the resampler count; damaged files carry broken timestamps
         # A resampler takes one input format: a damaged or chained stream can change its channels
         # or rate mid-way (found by scripts/fuzz.py), so such a change starts a new one.
@@ -171,6 +172,16 @@ def _resample(frames, *, max_seconds: float) -> np.ndarray:
     if not chunks:
         return np.zeros(0, dtype=np.float32)
     return np.concatenate(chunks).astype(np.float32, copy=False)
+
+
+def _at_most_eight_channels(frame):
+    """A frame of more than 8 channels, down-mixed here to mono (the mean of its channels): FFmpeg's
+    resampler refuses most such unnamed layouts (9, 11, 13 and 15 to 33 channels, PyAV 18)."""
+    if len(frame.layout.channels) <= MAX_CHANNELS:
+        return frame
+    mono = av.AudioFrame.from_ndarray(_float_planes(frame).mean(axis=0, keepdims=True), format="flt", layout="mono")
+    mono.sample_rate = frame.sample_rate
+    return mono
 
 
 def _checked(audio: Audio) -> Audio:
