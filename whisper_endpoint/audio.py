@@ -92,13 +92,13 @@ def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
         array = np.asarray(values, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("inputs.array must be a list of numbers") from exc
-    if array.ndim == 2 and 1 <= array.shape[0] <= 8:
+    if array.ndim == 2 and 1 <= array.shape[0] <= MAX_CHANNELS:
         channels, array = array.shape[0], array.mean(axis=0)
     elif array.ndim == 1:
         channels = 1
     else:
         raise InvalidInputError(
-            f"inputs.array must be 1-D samples or 2-D (channels<=8, samples); got shape {array.shape}"
+            f"inputs.array must be 1-D samples or 2-D (channels<={MAX_CHANNELS}, samples); got shape {array.shape}"
         )
     if not np.isfinite(array).all():
         raise InvalidInputError("inputs.array contains NaN or infinite values")
