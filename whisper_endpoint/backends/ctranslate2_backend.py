@@ -122,7 +122,7 @@ class CTranslate2Backend:
             return [], options.language, None, 0
         language, probability = self._language(packed, kwargs["language"])
         kwargs = {**kwargs, "language": language}
-        pipeline = _request_pipeline(self.model)
+        pipeline = _RequestPipeline(self.model)
         segments, recovered, total = [], 0, len(packed.windows)
         for first in range(0, total, options.batch_size):
             group = packed.windows[first: first + options.batch_size]
