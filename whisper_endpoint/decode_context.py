@@ -26,7 +26,7 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 # Stages a decode goes through (``Progress.stage``).
-QUEUED, DECODING, DIARIZING = "queued", "decoding", "diarizing"
+DECODING, DIARIZING = "decoding", "diarizing"
 # Why a decode stopped (``DecodeStopped.reason``).
 DEADLINE, DISCONNECTED, SHUTDOWN = "deadline", "disconnected", "shutdown"
 
@@ -46,10 +46,11 @@ class Progress:
 class DecodeStopped(Exception):
     """The decode was stopped before its end: ``reason`` is DEADLINE, DISCONNECTED or SHUTDOWN."""
 
-    def __init__(self, reason: str, progress: Progress):
+    def __init__(self, reason: str, progress: Progress, timeout_s: float | None = None, timeout_setting: str = ""):
         super().__init__(f"decode stopped ({reason}) after {progress.windows_done} of {progress.windows_total} windows")
         self.reason = reason
         self.progress = progress
+        self.timeout_s, self.timeout_setting = timeout_s, timeout_setting  # the deadline's, for its message
 
 
 Listener = Callable[[Progress], None]
@@ -57,13 +58,15 @@ Listener = Callable[[Progress], None]
 
 class DecodeContext:
     """``timeout_s``: the decode stops at its next window once that many seconds have passed since the
-    context was made (None: no deadline). ``listeners`` get every ``Progress``."""
+    context was made (None or 0: no deadline); ``timeout_setting`` names where it comes from, for the
+    error's message. ``listeners`` get every ``Progress``."""
 
-    def __init__(self, *, timeout_s: float | None = None, listeners: tuple[Listener, ...] = ()):
+    def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
+                 listeners: tuple[Listener, ...] = ()):
         self.started = time.monotonic()
         self.deadline = self.started + timeout_s if timeout_s else None
-        self.timeout_s = timeout_s
-        self.progress = Progress(QUEUED, 0, 0)
+        self.timeout_s, self.timeout_setting = timeout_s, timeout_setting
+        self.progress = Progress(DECODING, 0, 0)
         self.in_order = True  # False: the windows reported are not in time order (multichannel), no segments
         self._listeners = list(listeners)
         self._reason: str | None = None
@@ -92,7 +95,10 @@ class DecodeContext:
     def check(self) -> None:
         reason = self.stop_reason
         if reason is not None:
-            raise DecodeStopped(reason, self.progress)
+            raise self.stopped(reason)
+
+    def stopped(self, reason: str) -> DecodeStopped:
+        return DecodeStopped(reason, self.progress, self.timeout_s, self.timeout_setting)
 
     def report(self, done: int, total: int, segments=None, *, stage: str = DECODING) -> None:
         """After a window (or a batch of windows): tell the listeners, then stop here if asked to.

@@ -104,6 +104,7 @@ class CTranslate2Backend:
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""
+        context.report(0, 1)
         generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
         segments = []
         for segment in generator:  # the generator does the decoding
@@ -120,10 +121,11 @@ class CTranslate2Backend:
         if not packed.windows:
             context.report(0, 0, [])
             return [], options.language, None, 0
+        segments, recovered, total = [], 0, len(packed.windows)
+        context.report(0, total)
         language, probability = self._language(packed, kwargs["language"])
         kwargs = {**kwargs, "language": language}
         pipeline = _RequestPipeline(self.model)
-        segments, recovered, total = [], 0, len(packed.windows)
         for first in range(0, total, options.batch_size):
             group = packed.windows[first: first + options.batch_size]
             generator, _ = pipeline.transcribe(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form
+from fastapi import APIRouter, Form, Request
 from starlette.datastructures import UploadFile
 from starlette.responses import Response
 
@@ -35,12 +35,16 @@ def router(service: InferenceService) -> APIRouter:
     audio = APIRouter(prefix="/audio", route_class=FormUploadRoute)  # the body is read under the limits first
 
     @audio.post("/transcriptions", summary="OpenAI-compatible transcription (multipart form)")
-    async def transcriptions(form: Annotated[AudioForm, Form(media_type="multipart/form-data")]) -> Response:
-        return await _audio(service, form, task="transcribe")
+    async def transcriptions(
+        request: Request, form: Annotated[AudioForm, Form(media_type="multipart/form-data")]
+    ) -> Response:
+        return await _audio(service, request, form, task="transcribe")
 
     @audio.post("/translations", summary="OpenAI-compatible translation into English (multipart form)")
-    async def translations(form: Annotated[AudioForm, Form(media_type="multipart/form-data")]) -> Response:
-        return await _audio(service, form, task="translate")
+    async def translations(
+        request: Request, form: Annotated[AudioForm, Form(media_type="multipart/form-data")]
+    ) -> Response:
+        return await _audio(service, request, form, task="translate")
 
     @api.get("/models", summary="The one model this server serves")
     async def models() -> JSONResult:
@@ -64,11 +68,14 @@ def _model_card(service: InferenceService) -> dict:
     return {"id": service.model_id, "object": "model", "created": service.loaded_at, "owned_by": "whisper-endpoint"}
 
 
-async def _audio(service: InferenceService, form: AudioForm, *, task: str) -> Response:
+async def _audio(service: InferenceService, request: Request, form: AudioForm, *, task: str) -> Response:
+    # The deadline counts from the request's arrival (FormUploadRoute read the body before this runs).
+    context = request.state.decode_context
     audio = await _file(form.file)
     warnings: list[str] = []
     parameters = _parameters(service, form, task, warnings)
-    result = await service.run({"inputs": audio, "parameters": parameters})
+    # The body was read (FormUploadRoute), so what the connection says next is the client's disconnect.
+    result = await service.run({"inputs": audio, "parameters": parameters}, context, receive=request.receive)
     granularities = ("word",) if parameters["return_timestamps"] == "word" else ("segment",)
     rendered = formats.render(result, form.response_format, formats.Context(task=task, granularities=granularities))
     headers = warnings_header(warnings + result.get("warnings", []))

@@ -60,6 +60,8 @@ class FormUploadRoute(APIRoute):
             await request.app.state.api_keys(request)
             service = request.app.state.service
             service.check_ready()
+            # Made on arrival: the deadline (REQUEST_TIMEOUT_S) counts the upload too.
+            request.state.decode_context = service.context(service.settings.request_timeout_s, "REQUEST_TIMEOUT_S")
             body = await _form_body(request, service.settings)
             return await parse_and_run(Request(request.scope, _replay(body, request.receive)))
 
