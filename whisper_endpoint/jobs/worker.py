@@ -82,7 +82,7 @@ class Jobs:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._callbacks, return_exceptions=True)
         if self.store is not None:
-            self.store.close()
+            await anyio.to_thread.run_sync(self.store.close)
 
     # --- submission and progress ---------------------------------------------------------------
 
