@@ -58,24 +58,26 @@ def test_a_disconnected_client_frees_its_slot_at_the_next_window(tiny_handler, c
 
 
 def test_past_its_deadline_a_request_is_a_json_504_and_so_is_one_still_queued(tiny_handler, long_audio):
-    # The first request is held at its first report (its windows packed, none decoded) until the second,
-    # queued behind it, has its answer.
+    # The first request (deadline 4 s) is held at its first report (its windows packed, none decoded)
+    # while the second (deadline 1 s) waits behind it, then released once its own deadline has passed.
     held = HeldHandler(tiny_handler, hold_at=0, until_stopped=False)
-    settings = ServerSettings(max_concurrency=1, request_timeout_s=2.0, sagemaker_request_timeout_s=2.0)
+    settings = ServerSettings(max_concurrency=1, request_timeout_s=4.0, sagemaker_request_timeout_s=1.0)
     app = create_app(settings, handler=held)
     with live_server(app) as server, ThreadPoolExecutor(1) as pool:
         first = pool.submit(requests.post, f"{server.url}/predict", params=LONG, data=long_audio, timeout=60)
         assert held.held.wait(60)
         second = requests.post(f"{server.url}/invocations", params=LONG, data=long_audio, timeout=60)
-        held.release.set()  # the first goes on, past its own deadline (it came first)
+        wait_until(lambda: held.contexts[0].stop_reason == "deadline")
+        held.release.set()  # the first goes on, past its deadline: it stops at once
         first = first.result()
     # The second waited for the slot past its deadline: answered without decoding at all.
     assert (second.status_code, second.json()["code"]) == (504, "deadline_exceeded")
-    assert "SAGEMAKER_REQUEST_TIMEOUT_S" in second.json()["error"] and len(held.contexts) == 1
+    assert "deadline of 1 s (setting SAGEMAKER_REQUEST_TIMEOUT_S)" in second.json()["error"]
+    assert len(held.contexts) == 1
     # The first stopped where it was held, its deadline passed meanwhile.
     assert (first.status_code, first.json()["code"]) == (504, "deadline_exceeded")
-    assert "REQUEST_TIMEOUT_S" in first.json()["error"] and f"after 0 of {WINDOWS} windows" in first.json()["error"]
-    assert held.windows_done(0) == 0
+    assert "deadline of 4 s (setting REQUEST_TIMEOUT_S)" in first.json()["error"]
+    assert f"after 0 of {WINDOWS} windows" in first.json()["error"] and held.windows_done(0) == 0
 
 
 def test_the_openai_route_answers_504_in_openai_shape(tiny_handler, long_audio):

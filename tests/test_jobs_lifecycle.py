@@ -9,6 +9,7 @@ Decided by order, not time: a job is held after its first window by its decode c
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -76,7 +77,8 @@ def test_a_job_past_its_deadline_fails_with_the_reason_and_the_next_one_runs(tin
         assert _finished(server.url, after)["result"]["text"] == TEXT  # no restart needed
     assert failed["status"] == "failed" and failed["error"]["code"] == "deadline_exceeded"
     assert failed["error"]["status"] == 504 and "JOBS_TIMEOUT_S" in failed["error"]["error"]
-    assert f"after 0 of {WINDOWS} windows" in failed["error"]["error"] and held.windows_done(0) == 0
+    # Stopped where it was held (or, on a machine too loaded to reach its first window in 3 s, before it).
+    assert re.search(rf"after 0 of ({WINDOWS}|0) windows", failed["error"]["error"]) and held.windows_done(0) == 0
 
 
 def test_shutdown_stops_a_running_job_at_its_next_window_and_queues_it_again(tiny_handler, long_audio, tmp_path):
@@ -96,7 +98,9 @@ def test_shutdown_stops_a_running_job_at_its_next_window_and_queues_it_again(tin
 
 
 def test_sigterm_with_a_job_running_loses_nothing(tmp_path):
-    """A real server process and a real SIGTERM: the job finishes, or is queued again with its upload."""
+    """A real server process and a real SIGTERM, sent after the job's first window of 13: the job stops at
+    its next window and is queued again with its upload (a job that finished first would also lose
+    nothing, but could not tell whether the shutdown re-queues: 12 windows left are never that fast)."""
     db, port = tmp_path / "jobs.sqlite", free_port()
     url = f"http://127.0.0.1:{port}"
     cache = os.environ.get("TEST_MODEL_CACHE", os.path.expanduser("~/.cache/whisper-endpoint"))
@@ -109,7 +113,7 @@ def test_sigterm_with_a_job_running_loses_nothing(tmp_path):
         try:
             wait_until(lambda: _health(url) == 200, timeout=120, interval=0.2)
             job_id = requests.post(f"{url}/jobs", params=LONG, data=audio).json()["id"]
-            wait_until(lambda: _decoding(url, job_id), interval=0.05)
+            wait_until(lambda: _decoding(url, job_id), timeout=60, interval=0.05)
             server.send_signal(signal.SIGTERM)
             assert server.wait(60) == -signal.SIGTERM  # uvicorn shuts down, then re-raises the signal
         finally:
@@ -120,17 +124,17 @@ def test_sigterm_with_a_job_running_loses_nothing(tmp_path):
     store.close()
     log_text = (tmp_path / "server.log").read_text()
     assert "Application shutdown complete" in log_text, log_text  # the lifespan's shutdown ran
-    if job.status == "queued":  # stopped at its next window: it runs again after the restart
-        assert os.path.exists(job.input_path) and job.attempts == 0, log_text
-        assert "stopped for the shutdown" in log_text
-    else:
-        assert job.status == "succeeded" and job.result["text"], log_text
+    assert (job.status, job.attempts) == ("queued", 0), log_text  # it runs again after the restart
+    assert os.path.exists(job.input_path)
+    stopped_after = int(re.search(r"stopped for the shutdown after (\d+) windows", log_text).group(1))
+    assert 1 <= stopped_after < 13
 
 
 def _decoding(url: str, job_id: str) -> bool:
-    """A window decoded (or, on a machine fast enough, the job already done)."""
+    """A window decoded (a job that ended instead fails the test at once)."""
     job = _job(url, job_id)
-    return job.get("progress", {}).get("windows_done", 0) >= 1 or job["status"] == "succeeded"
+    assert job["status"] in ("queued", "running"), job
+    return job.get("progress", {}).get("windows_done", 0) >= 1
 
 
 def _health(url: str) -> int | None:
