@@ -97,6 +97,24 @@ def test_shutdown_stops_a_running_job_at_its_next_window_and_queues_it_again(tin
     assert os.path.exists(job.input_path) and held.windows_done(0) == 1
 
 
+def test_a_job_stuck_in_its_window_at_shutdown_is_queued_again(tiny_handler, long_audio, tmp_path):
+    """Its worker task is cancelled after JOBS_STOP_TIMEOUT_S: the job is queued again, not left running."""
+    held = HeldHandler(tiny_handler, until_stopped=False)  # inside its second window until released
+    jobs = JobSettings(db=tmp_path / "jobs.sqlite", poll_s=0.1, stop_timeout_s=0.2)
+    server = LiveServer(create_app(ServerSettings(), handler=held, job_settings=jobs)).start()
+    try:
+        job_id = requests.post(f"{server.url}/jobs", params=LONG, data=long_audio).json()["id"]
+        assert held.held.wait(60)
+        server.stop()
+        assert not server.thread.is_alive() and not held.release.is_set()  # stopped while the window ran
+    finally:
+        held.release.set()  # the abandoned window ends (its decode stops there: shutdown)
+    store = JobStore(jobs.db)
+    job = store.get(job_id)
+    store.close()
+    assert (job.status, job.attempts) == ("queued", 0) and os.path.exists(job.input_path)
+
+
 def test_sigterm_with_a_job_running_loses_nothing(tmp_path):
     """A real server process and a real SIGTERM, sent after the job's first window of 13: the job stops at
     its next window and is queued again with its upload (a job that finished first would also lose

@@ -41,7 +41,7 @@ class JobSettings(BaseSettings):
     )
     stop_timeout_s: float = Field(
         30.0, ge=0, description="On shutdown, how long to wait for running jobs to stop at their next window "
-        "(they are queued again; one still running then is queued again at the next start)."
+        "(they are queued again; one still inside its window then is queued again all the same, its window dropped)."
     )
     poll_s: float = Field(2.0, gt=0, description="How often the worker looks for work and expired jobs.")
     callback_timeout_s: float = Field(10.0, gt=0, description="Timeout of one callback request.")

@@ -6,7 +6,8 @@ Runs as ``JOBS_CONCURRENCY`` asyncio tasks started and stopped by the app's life
 file operation runs on a thread, never on the event loop. Each running job has a ``DecodeContext``:
 its progress (windows decoded, stage) is what GET /jobs/{id} shows, its deadline is ``JOBS_TIMEOUT_S``
 (past it the decode stops at its next window and the job fails), and a shutdown stops it at its next
-window and queues it again. A job still running when the process dies stays ``running`` in the store
+window and queues it again (a worker still inside a window after JOBS_STOP_TIMEOUT_S is cancelled, and
+its job queued again all the same). A job still running when the process dies stays ``running`` in the store
 and is queued again at the next start.
 """
 
@@ -75,8 +76,8 @@ class Jobs:
         self._wake.set()
         if self._tasks:
             _, late = await asyncio.wait(self._tasks, timeout=self.settings.stop_timeout_s)
-            for task in late:  # still inside a window: its job stays running and is queued at the next start
-                logger.warning("a job did not stop within JOBS_STOP_TIMEOUT_S; it runs again after the restart")
+            for task in late:  # still inside a window: cancelled, its job is queued again (_decode)
+                logger.warning("a job did not stop within JOBS_STOP_TIMEOUT_S; queued again, its window dropped")
                 task.cancel()
         for task in self._callbacks:
             task.cancel()
