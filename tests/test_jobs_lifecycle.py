@@ -8,6 +8,7 @@ Decided by order, not time: a job is held after its first window by its decode c
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -23,6 +24,8 @@ import requests
 
 from tests.conftest import ROOT, SHARED_AUDIO
 from tests.serving_helpers import TEXT, HeldHandler, LiveServer, free_port, live_server, wait_until
+from whisper_endpoint.audio import decode_file
+from whisper_endpoint.decode_context import DecodeContext
 from whisper_endpoint.jobs import JobSettings, JobStore, uploads
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.serving.app import create_app
@@ -79,6 +82,25 @@ def test_a_job_past_its_deadline_fails_with_the_reason_and_the_next_one_runs(tin
     assert failed["error"]["status"] == 504 and "JOBS_TIMEOUT_S" in failed["error"]["error"]
     # Stopped where it was held (or, on a machine too loaded to reach its first window in 3 s, before it).
     assert re.search(rf"after 0 of ({WINDOWS}|0) windows", failed["error"]["error"]) and held.windows_done(0) == 0
+
+
+def test_progress_counts_the_windows_then_the_diarizing_stage(diarizing_handler):
+    """The hook behind GET /jobs/{id}'s progress: every window in order, segments final and in time
+    order at each report, then the diarizing stage (8 s in 4 s windows, one per batch)."""
+    samples = decode_file((SHARED_AUDIO / "dialogues" / "flite_meeting.flac").read_bytes(), max_seconds=600).samples
+    reports = []
+    context = DecodeContext(listeners=(reports.append,))
+    result = diarizing_handler.run({"inputs": {"array": samples[: 8 * 16000], "sampling_rate": 16000},
+                                    "parameters": {"chunk_length_s": 4, "batch_size": 1}}, context)
+    stages = [(p.stage, p.windows_done) for p in reports]
+    total = reports[0].windows_total
+    assert total >= 2 and all(p.windows_total == total for p in reports)
+    assert stages == [("decoding", n) for n in range(total + 1)] + [("diarizing", total)]
+    for before, after in itertools.pairwise(reports):  # each report only adds segments after the last
+        assert after.segments[: len(before.segments)] == before.segments
+    assert any(p.segments for p in reports[:total])  # segments before the last window is decoded
+    starts = [segment.start for segment in reports[-1].segments]
+    assert starts == sorted(starts) and len(reports[-1].segments) == len(result["chunks"]) and result["speakers"]
 
 
 def test_shutdown_stops_a_running_job_at_its_next_window_and_queues_it_again(tiny_handler, long_audio, tmp_path):
