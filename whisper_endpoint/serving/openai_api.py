@@ -22,6 +22,7 @@ from whisper_endpoint.adapters.errors import NotFoundError, with_param
 from whisper_endpoint.adapters.http import warnings_header
 from whisper_endpoint.adapters.payloads import text_parameters
 from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError, UnsupportedOptionError
+from whisper_endpoint.serving import openai_stream
 from whisper_endpoint.serving.openai_form import AudioForm, FormUploadRoute
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
@@ -74,8 +75,12 @@ async def _audio(service: InferenceService, request: Request, form: AudioForm, *
     audio = await _file(form.file)
     warnings: list[str] = []
     parameters = _parameters(service, form, task, warnings)
+    payload = {"inputs": audio, "parameters": parameters}
+    if form.stream:
+        return await openai_stream.stream(service, request, payload, context, task=task,
+                                          response_format=form.response_format, warnings=warnings)
     # The body was read (FormUploadRoute), so what the connection says next is the client's disconnect.
-    result = await service.run({"inputs": audio, "parameters": parameters}, context, receive=request.receive)
+    result = await service.run(payload, context, receive=request.receive)
     granularities = ("word",) if parameters["return_timestamps"] == "word" else ("segment",)
     rendered = formats.render(result, form.response_format, formats.Context(task=task, granularities=granularities))
     headers = warnings_header(warnings + result.get("warnings", []))
@@ -96,9 +101,11 @@ async def _file(upload) -> bytes:
 
 
 def _parameters(service: InferenceService, form: AudioForm, task: str, warnings: list[str]) -> dict:
-    if form.stream:
-        raise with_param(UnsupportedOptionError("streaming is not supported; send stream=false"), "stream")
     name, spec = form.response_format, formats.FORMATS[form.response_format]
+    if form.stream and name not in openai_stream.STREAMED_FORMATS:
+        raise with_param(UnsupportedOptionError(
+            f"stream=true gives transcript events for response_format {', '.join(openai_stream.STREAMED_FORMATS)}; "
+            f"{name} is not streamed: send stream=false"), "stream")
     if task == "translate" and spec.speakers == "required":
         raise with_param(InvalidParameterError(f"translations have no {name} format"), "response_format")
     if form.timestamp_granularities and name != "verbose_json":

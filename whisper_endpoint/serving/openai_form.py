@@ -41,7 +41,7 @@ class AudioForm(BaseModel):
     timestamp_granularities: list[Literal["word", "segment"]] = Field(
         default_factory=list, validation_alias=AliasChoices("timestamp_granularities[]", "timestamp_granularities"),
         description="verbose_json only: word and/or segment times.")
-    stream: bool = Field(False, description="Not supported yet: send false.")
+    stream: bool = Field(False, description="true: server-sent transcript events (json, text, diarized_json).")
 
     def extra_fields(self) -> list[tuple[str, str]]:
         """The fields OpenAI does not define, as sent (text values only)."""
