@@ -14,8 +14,9 @@ import openai
 import pytest
 import requests
 
-from tests.conftest import SHARED_AUDIO
+from tests.conftest import SHARED_AUDIO, encode
 from tests.serving_helpers import HeldHandler, live_server, wait_until
+from whisper_endpoint.audio import decode_file
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
@@ -29,7 +30,7 @@ def long_audio() -> bytes:
 
 def _post(url: str, audio: bytes, **fields) -> requests.Response:
     return requests.post(f"{url}/v1/audio/transcriptions", files={"file": ("long.flac", audio)},
-                         data={"model": "whisper-1", **LONG, **fields}, stream=True, timeout=60)
+                         data={"model": "whisper-1", **{**LONG, **fields}}, stream=True, timeout=60)
 
 
 def _events(response: requests.Response):
@@ -105,3 +106,20 @@ def test_formats_that_are_not_streamed_are_refused(tiny_handler, clip):
         response = requests.post(f"{server.url}/v1/audio/transcriptions", files={"file": ("a.flac", clip)},
                                  data={"model": "whisper-1", "stream": "true", "response_format": "srt"}, timeout=60)
     assert (response.status_code, response.json()["error"]["param"]) == (400, "stream")
+
+
+def test_diarized_json_streams_speaker_segments_after_diarization(diarizing_handler, long_audio):
+    # The meeting's first 10 s (two voices) in 4 s windows: 3 windows, diarization kept cheap.
+    samples = decode_file(long_audio, max_seconds=600).samples[: 10 * 16000]
+    audio = encode(samples, 16000, "flac", "flac")
+    with live_server(create_app(ServerSettings(), handler=diarizing_handler)) as server:
+        with _post(server.url, audio, stream="true", response_format="diarized_json", chunk_length_s="4") as response:
+            events = list(_events(response))
+    kinds = [event["type"] for event in events]
+    segments = [event for event in events if event["type"] == "transcript.text.segment"]
+    # Deltas while decoding, then the speakers' segments once diarization has run, then done.
+    assert kinds == sorted(kinds, key=["transcript.text.delta", "transcript.text.segment",
+                                       "transcript.text.done"].index) and kinds[-1] == "transcript.text.done"
+    assert kinds.count("transcript.text.delta") >= 2 and len({s["speaker"] for s in segments}) >= 2
+    assert all({"speaker", "start", "end", "text"} <= set(s) and s["start"] <= s["end"] for s in segments)
+    assert "".join(e["delta"] for e in events if e["type"] == "transcript.text.delta") == events[-1]["text"]
