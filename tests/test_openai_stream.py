@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 
 import openai
 import pytest
@@ -75,10 +76,14 @@ def test_the_openai_sdk_reads_the_stream(tiny_handler, long_audio):
 
 def test_errors_before_the_first_event_are_http_errors_and_after_it_an_error_event(tiny_handler, long_audio):
     held = HeldHandler(tiny_handler)  # held after its first window until its deadline
-    with live_server(create_app(ServerSettings(request_timeout_s=3.0), handler=held)) as server:
+    with live_server(create_app(ServerSettings(request_timeout_s=60), handler=held)) as server:
         with _post(server.url, long_audio, stream="true") as response:
             assert response.status_code == 200
-            events = list(_events(response))
+            reader = _events(response)
+            events = [next(reader)]
+            # The deadline passes now, while the decode is held: no race with a slow first window.
+            held.contexts[0].deadline = time.monotonic()
+            events += list(reader)
         refused = _post(server.url, b"not audio at all", stream="true")
         assert (refused.status_code, refused.json()["error"]["code"]) == (415, "undecodable_audio")
     assert [event["type"] for event in events] == ["transcript.text.delta", "error"]
