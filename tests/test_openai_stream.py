@@ -99,9 +99,12 @@ def test_a_client_that_disconnects_mid_stream_stops_the_decode(tiny_handler, lon
         head = "".join(f"{name}: {value}\r\n" for name, value in request.headers.items())
         with socket.create_connection(("127.0.0.1", server.port)) as sock:
             sock.sendall(f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: x\r\n{head}\r\n".encode() + request.body)
+            sock.settimeout(60)
             received = b""
             while b"transcript.text.delta" not in received:  # the first delta, then the client goes away
-                received += sock.recv(65536)
+                piece = sock.recv(65536)
+                assert piece, received  # the server closed before any delta
+                received += piece
         wait_until(lambda: held.contexts[0].stop_reason == "disconnected")
     assert held.windows_done(0) == 1 and b" 200 OK" in received.split(b"\r\n")[0]
 
