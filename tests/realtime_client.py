@@ -39,7 +39,8 @@ class Session:
     """One open WebSocket; a thread keeps every received event (with its arrival time) in ``events``."""
 
     def __init__(self, url: str, **options):
-        self.ws = connect(url, open_timeout=10, **options)
+        self._connection = connect(url, open_timeout=10, **options)
+        self.ws = self._connection.__enter__()
         self.events: list[dict] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -56,12 +57,15 @@ class Session:
     def send(self, event: dict | str) -> None:
         self.ws.send(event if isinstance(event, str) else json.dumps(event))
 
-    def stream(self, samples: np.ndarray, rate: int, *, speed: float, frame_s: float = 0.1) -> None:
-        """``samples`` in ``frame_s`` appends, ``speed`` times faster than real time."""
+    def stream(self, samples: np.ndarray, rate: int, *, speed: float, frame_s: float = 0.1,
+               real_time_until=None) -> None:
+        """``samples`` in ``frame_s`` appends, ``speed`` times faster than real time; at real-time
+        pace while ``real_time_until()`` is false (so a slow machine still decodes while it streams)."""
         step = int(frame_s * rate)
         for start in range(0, len(samples), step):
             self.send(append(samples[start : start + step]))
-            time.sleep(frame_s / speed)
+            slow = real_time_until is not None and not real_time_until()
+            time.sleep(frame_s if slow else frame_s / speed)
 
     def wait_for(self, kind: str, count: int = 1, timeout: float = 30) -> list[dict]:
         deadline = time.monotonic() + timeout
@@ -78,7 +82,7 @@ class Session:
         return [event for event in list(self.events) if event["type"] == kind]
 
     def close(self) -> None:
-        self.ws.close()
+        self._connection.__exit__(None, None, None)
         self._reader.join(timeout=5)
 
     def __enter__(self) -> "Session":

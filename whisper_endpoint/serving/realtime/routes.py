@@ -4,7 +4,8 @@ Before the upgrade: the API key (``Authorization: Bearer``, or for browsers a cl
 the ``openai-insecure-api-key.<value>`` subprotocol), the model's readiness and REALTIME_MAX_SESSIONS;
 a refusal is an HTTP answer (401, 503, 429) with the usual JSON error. After it: one event per text
 frame; anything wrong with an event becomes an ``error`` event and the session goes on. The session
-ends after REALTIME_IDLE_TIMEOUT_S without an event or REALTIME_MAX_SESSION_S in all.
+ends after REALTIME_IDLE_TIMEOUT_S without an event (waiting for its transcripts is not idling) or
+REALTIME_MAX_SESSION_S in all.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ async def _receive_loop(websocket: WebSocket, session: RealtimeSession, send, se
         try:
             message = await asyncio.wait_for(websocket.receive(), max(min(idle, left), 0.001))
         except asyncio.TimeoutError:
+            if left > idle and session.decoding:
+                continue  # waiting for its transcripts is not idling
             code, why = (("session_expired", f"the session reached REALTIME_MAX_SESSION_S="
                           f"{settings.realtime_max_session_s:g} s") if left <= idle else
                          ("idle_timeout", f"no event for REALTIME_IDLE_TIMEOUT_S={idle:g} s"))

@@ -68,6 +68,7 @@ class RealtimeSession:
         self.utterance: Utterance | None = None
         self.previous_item: str | None = None
         self._finals: asyncio.Queue = asyncio.Queue()
+        self.decoding = 0  # committed utterances not yet answered: the session is not idle meanwhile
         self._interim: asyncio.Task | None = None
         self._worker = asyncio.create_task(self._decode_finals())
 
@@ -112,8 +113,8 @@ class RealtimeSession:
                 await self._turn(turn)
         elif self.utterance is None and len(samples):
             self.utterance = Utterance(events.new_id("item"), self.offset)
-        if self.utterance is not None and self.end - self.utterance.start >= self.max_utterance:
-            await self._forced_commit()
+        while self.utterance is not None and self.end - self.utterance.start >= self.max_utterance:
+            await self._forced_commit(self._cut())
         if self.utterance is None:
             self._keep_padding()
         else:
@@ -129,19 +130,28 @@ class RealtimeSession:
         elif turn.kind == "stopped" and self.utterance is not None:
             await self.send(events.server_event(
                 "input_audio_buffer.speech_stopped", audio_end_ms=ms(turn.sample), item_id=self.utterance.item_id))
-            await self._commit(min(self.end, turn.sample + int(_TRAILING_S * TARGET_RATE)))
+            limit = self.utterance.start + self.max_utterance
+            await self._commit(min(self.end, turn.sample + int(_TRAILING_S * TARGET_RATE), limit))
 
-    async def _forced_commit(self) -> None:
+    def _cut(self) -> int:
+        """Where an utterance at the length limit is cut: its quietest frame in the last 40 %."""
+        limit = self.utterance.start + self.max_utterance
+        if self.detector is None:
+            return limit
+        return self.detector.quietest(limit - int(0.4 * self.max_utterance), limit)
+
+    async def _forced_commit(self, end: int) -> None:
         """The utterance reached REALTIME_MAX_UTTERANCE_S: commit it; speech that goes on opens the next."""
         speaking = self.detector is not None and self.detector.speaking
         if speaking:
             await self.send(events.server_event(
-                "input_audio_buffer.speech_stopped", audio_end_ms=ms(self.end), item_id=self.utterance.item_id))
-        await self._commit(self.end)
+                "input_audio_buffer.speech_stopped", audio_end_ms=ms(end), item_id=self.utterance.item_id))
+        await self._commit(end)
+        if speaking or self.detector is None and self.end > end:
+            self.utterance = Utterance(events.new_id("item"), end)
         if speaking:
-            self.utterance = Utterance(events.new_id("item"), self.end)
             await self.send(events.server_event(
-                "input_audio_buffer.speech_started", audio_start_ms=ms(self.end), item_id=self.utterance.item_id))
+                "input_audio_buffer.speech_started", audio_start_ms=ms(end), item_id=self.utterance.item_id))
 
     async def _client_commit(self, event_id: str | None) -> None:
         start = self.utterance.start if self.utterance is not None else self.offset
@@ -163,6 +173,7 @@ class RealtimeSession:
             audio_start_ms=ms(utterance.start), audio_end_ms=ms(end)))
         self.previous_item = utterance.item_id
         self.audio, self.offset = self.audio[end - self.offset :], end
+        self.decoding += 1
         self._finals.put_nowait((utterance, samples, self.config.decode_parameters()))
 
     def _clear(self) -> None:
@@ -204,18 +215,24 @@ class RealtimeSession:
         while True:
             utterance, samples, parameters = await self._finals.get()
             try:
-                text = " ".join((await self.decoder.final(samples, parameters)).split())
-            except EndpointError as exc:
-                await self.send(events.server_event(
-                    "conversation.item.input_audio_transcription.failed", item_id=utterance.item_id,
-                    content_index=0, error={"type": "transcription_error", "code": exc.code, "message": exc.message}))
-                continue
-            tail = utterance.agreement.finish(text)
-            if tail:
-                await self._delta(utterance.item_id, tail)
+                await self._answer(utterance, samples, parameters)
+            finally:
+                self.decoding -= 1
+
+    async def _answer(self, utterance: Utterance, samples: np.ndarray, parameters: dict) -> None:
+        try:
+            text = " ".join((await self.decoder.final(samples, parameters)).split())
+        except EndpointError as exc:
             await self.send(events.server_event(
-                "conversation.item.input_audio_transcription.completed", item_id=utterance.item_id,
-                content_index=0, transcript=text))
+                "conversation.item.input_audio_transcription.failed", item_id=utterance.item_id,
+                content_index=0, error={"type": "transcription_error", "code": exc.code, "message": exc.message}))
+            return
+        tail = utterance.agreement.finish(text)
+        if tail:
+            await self._delta(utterance.item_id, tail)
+        await self.send(events.server_event(
+            "conversation.item.input_audio_transcription.completed", item_id=utterance.item_id,
+            content_index=0, transcript=text))
 
     async def close(self) -> None:
         for task in (self._worker, self._interim):

@@ -4,6 +4,7 @@ from one append to the next, and OpenAI's ``server_vad`` rules (threshold, prefi
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
 
 import numpy as np
@@ -61,11 +62,13 @@ class TurnDetector:
         self.position = 0  # samples scored so far
         self.speaking = False
         self._quiet = 0  # frames below the threshold since the last speech frame
+        self._recent: deque = deque(maxlen=1000)  # (frame start, probability): the last 32 s
 
     def feed(self, samples: np.ndarray) -> list[TurnEvent]:
         events = []
         for probability in self.vad.probabilities(samples):
             start, self.position = self.position, self.position + FRAME
+            self._recent.append((start, probability))
             if probability >= self.threshold:
                 if not self.speaking:
                     self.speaking = True
@@ -77,6 +80,12 @@ class TurnDetector:
                     self.speaking = False
                     events.append(TurnEvent("stopped", self.position - self._quiet * FRAME))
         return events
+
+    def quietest(self, start: int, end: int) -> int:
+        """The middle of the least speech-like frame between ``start`` and ``end`` (``end`` if none
+        was scored): where a forced cut splits the fewest words."""
+        frames = [(p, first) for first, p in self._recent if first >= start and first + FRAME <= end]
+        return min(frames)[1] + FRAME // 2 if frames else end
 
     def reset(self) -> None:
         """After a clear or a forced commit: speech, if it goes on, starts again from here."""
