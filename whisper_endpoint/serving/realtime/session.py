@@ -190,7 +190,9 @@ class RealtimeSession:
     def _maybe_interim(self) -> None:
         utterance, step = self.utterance, int(INTERIM_STEP_S * TARGET_RATE)
         busy = self._interim is not None and not self._interim.done()
-        if busy or not self._finals.empty() or self.end - max(utterance.start, utterance.decoded_to) < step:
+        # Not in a pause: the turn may end in a moment, and its final decode should not wait for this one.
+        pausing = self.detector is not None and self.detector.pausing
+        if busy or pausing or not self._finals.empty() or self.end - max(utterance.start, utterance.decoded_to) < step:
             return
         utterance.decoded_to = self.end
         samples = self.audio[utterance.start - self.offset :].copy()

@@ -81,6 +81,11 @@ class TurnDetector:
                     events.append(TurnEvent("stopped", self.position - self._quiet * FRAME))
         return events
 
+    @property
+    def pausing(self) -> bool:
+        """Speech was going on and the last frame was quiet: the turn may be about to end."""
+        return self.speaking and self._quiet > 0
+
     def quietest(self, start: int, end: int) -> int:
         """The middle of the least speech-like frame between ``start`` and ``end`` (``end`` if none
         was scored): where a forced cut splits the fewest words."""
