@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
 import time
 
 import numpy as np
@@ -176,6 +177,10 @@ def test_keys_client_secrets_and_session_limits(strict_server):
         assert "API key" in json.loads(refused.value.response.body)["error"]["message"]
     secrets_url = strict_server.url + "/v1/realtime/client_secrets"
     assert requests.post(secrets_url, json={}, timeout=10).status_code == 401
+    for body, words in (("{not json", "JSON"), ('{"expires_after": {"seconds": 5}}', "expires_after.seconds"),
+                        ('{"session": {"type": "realtime"}}', "session.type")):
+        bad = requests.post(secrets_url, data=body, headers={"Authorization": f"Bearer {KEY}"}, timeout=10)
+        assert bad.status_code == 422 and words in bad.json()["error"]["message"], bad.text
     issued = requests.post(secrets_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=10, json={
         "expires_after": {"anchor": "created_at", "seconds": 60},
         "session": {"type": "transcription", "audio": {"input": {"transcription": {"language": "en"}}}}}).json()
@@ -229,3 +234,23 @@ def test_local_agreement_sends_only_what_two_decodes_agree_on():
     assert agreement.update("Press one to swap") == ""  # disagrees with what was confirmed: nothing new
     assert agreement.finish("Press one to switch to record mode.") == " to record mode."
     assert LocalAgreement().finish("Hello there.") == "Hello there."
+
+
+def test_no_session_before_the_model_is_ready_nor_with_another_intent(tiny_handler):
+    loaded = threading.Event()
+
+    def load():
+        loaded.wait(30)
+        return tiny_handler
+
+    with live_server(create_app(ServerSettings(), load=load)) as server:
+        try:
+            with pytest.raises(InvalidStatus) as loading:
+                Session(ws_url(server))
+            assert loading.value.response.status_code == 503
+            assert json.loads(loading.value.response.body)["error"]["code"] == "loading"
+        finally:
+            loaded.set()
+        with pytest.raises(InvalidStatus) as conversation:
+            Session(server.url.replace("http://", "ws://") + "/v1/realtime?intent=conversation")
+        assert conversation.value.response.status_code == 422

@@ -17,6 +17,7 @@ import time
 from dataclasses import replace
 
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
 
 from whisper_endpoint.adapters.errors import QueueFullError
 from whisper_endpoint.adapters.http import error_reply
@@ -52,8 +53,11 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
     async def client_secrets(request: Request) -> JSONResult:
         body = await read_body(request, _SECRET_BODY_BYTES, settings.body_timeout_s)
         try:
-            secret_request = SecretRequest.model_validate_json(body or b"{}")
-            return JSONResult(secrets.issue(secret_request))
+            return JSONResult(secrets.issue(SecretRequest.model_validate_json(body or b"{}")))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            raise InvalidParameterError(f"client_secrets: {where}: {first['msg']}") from None
         except events.EventError as exc:
             raise InvalidParameterError(exc.message) from None
 
