@@ -12,6 +12,7 @@ import base64
 import json
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -79,10 +80,16 @@ def test_server_vad_session_transcribes_speech_as_it_streams(open_server, file_t
         session.send({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
             "transcription": {"model": "whisper", "language": "en"}}}}})
         session.stream(head, rate, speed=2.5)
-        # The long clip's last 6 s go at real-time pace until a delta is out (decodes are slow here).
-        session.stream(tail, rate, speed=2.5, real_time_until=lambda: session.of(DELTA))
-        session.stream(rest, rate, speed=2.5)
-        completed = session.wait_for(COMPLETED, 2)
+        # A file request meanwhile shares the one decoding slot (MAX_CONCURRENCY=1): both get through.
+        with ThreadPoolExecutor(1) as pool:
+            upload = pool.submit(requests.post, open_server.url + "/v1/audio/transcriptions", timeout=60,
+                                 files={"file": (SHORT, (AUDIO / "clips" / SHORT).read_bytes())})
+            # The long clip's last 6 s go at real-time pace until a delta is out (decodes are slow here).
+            session.stream(tail, rate, speed=2.5, real_time_until=lambda: session.of(DELTA))
+            session.stream(rest, rate, speed=2.5)
+            completed = session.wait_for(COMPLETED, 2)
+            answer = upload.result()
+    assert answer.status_code == 200 and answer.json()["text"] == file_text(SHORT)
     started, stopped, committed = (session.of(f"input_audio_buffer.{kind}") for kind in
                                    ("speech_started", "speech_stopped", "committed"))
     assert len(started) == len(stopped) == len(committed) == 2
