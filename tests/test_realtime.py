@@ -197,7 +197,10 @@ def test_keys_client_secrets_and_session_limits(strict_server):
         assert browser.ws.subprotocol == "realtime"
         created = browser.wait_for("session.created")[0]["session"]
         assert created["audio"]["input"]["transcription"]["language"] == "en"
-        with pytest.raises(InvalidStatus) as busy:  # REALTIME_MAX_SESSIONS=1
+        with pytest.raises(InvalidStatus) as busy:  # REALTIME_MAX_SESSIONS=1, whatever the credentials
+            Session(url, subprotocols=[f"openai-insecure-api-key.{KEY}"])
+        assert busy.value.response.status_code == 429
+        with pytest.raises(InvalidStatus) as busy:
             Session(url, additional_headers={"Authorization": f"Bearer {KEY}"})
         assert busy.value.response.status_code == 429
         error = browser.wait_for("error", timeout=5)[0]["error"]  # REALTIME_IDLE_TIMEOUT_S=1
@@ -243,7 +246,7 @@ def test_local_agreement_sends_only_what_two_decodes_agree_on():
     assert LocalAgreement().finish("Hello there.") == "Hello there."
 
 
-def test_no_session_before_the_model_is_ready_nor_with_another_intent(tiny_handler):
+def test_no_session_before_the_model_is_ready_with_another_intent_or_when_turned_off(tiny_handler):
     loaded = threading.Event()
 
     def load():
@@ -261,3 +264,7 @@ def test_no_session_before_the_model_is_ready_nor_with_another_intent(tiny_handl
         with pytest.raises(InvalidStatus) as conversation:
             Session(server.url.replace("http://", "ws://") + "/v1/realtime?intent=conversation")
         assert conversation.value.response.status_code == 422
+    with live_server(create_app(ServerSettings(realtime_max_sessions=0), handler=tiny_handler)) as server:
+        with pytest.raises(InvalidStatus) as off:  # REALTIME_MAX_SESSIONS=0: no such route
+            Session(ws_url(server))
+        assert off.value.response.status_code == 403
