@@ -197,6 +197,8 @@ def test_keys_client_secrets_and_session_limits(strict_server):
         assert browser.ws.subprotocol == "realtime"
         created = browser.wait_for("session.created")[0]["session"]
         assert created["audio"]["input"]["transcription"]["language"] == "en"
+        metrics = requests.get(strict_server.url + "/metrics", timeout=10).text
+        assert "\nwhisper_realtime_sessions 1\n" in metrics
         with pytest.raises(InvalidStatus) as busy:  # REALTIME_MAX_SESSIONS=1, whatever the credentials
             Session(url, subprotocols=[f"openai-insecure-api-key.{KEY}"])
         assert busy.value.response.status_code == 429

@@ -46,7 +46,6 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
     settings = service.settings
     secrets = ClientSecrets(settings.realtime_client_secret_ttl_s)
     api = APIRouter()
-    open_sessions = [0]  # one counter for this app
 
     @api.post("/v1/realtime/client_secrets", dependencies=protected,
               summary="A short-lived secret a browser sends as its WebSocket subprotocol")
@@ -64,16 +63,16 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
     @api.websocket("/v1/realtime")
     async def realtime(websocket: WebSocket) -> None:
         try:
-            config = _admit(websocket, service, keys, secrets, open_sessions[0])
+            config = _admit(websocket, service, keys, secrets, service.metrics.realtime_sessions)
         except Refused as refused:
             reply = error_reply(refused.error, openai=True)
             await websocket.send_denial_response(JSONResult(reply.body, reply.status, reply.headers))
             return
-        open_sessions[0] += 1
+        service.metrics.realtime_sessions += 1  # the count REALTIME_MAX_SESSIONS limits, also on /metrics
         try:
             await _serve(websocket, service, config)
         finally:
-            open_sessions[0] -= 1
+            service.metrics.realtime_sessions -= 1
 
     return api
 
