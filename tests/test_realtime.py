@@ -21,7 +21,7 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from scripts.metrics import wer
 from tests.realtime_client import AUDIO, Session, append, pcm16, silence
-from tests.serving_helpers import live_server
+from tests.serving_helpers import live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.realtime.agreement import LocalAgreement
 from whisper_endpoint.serving.settings import ServerSettings
@@ -80,12 +80,12 @@ def test_server_vad_session_transcribes_speech_as_it_streams(open_server, file_t
         session.send({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
             "transcription": {"model": "whisper", "language": "en"}}}}})
         session.stream(head, rate, speed=2.5)
+        # The long clip's last 6 s go at real-time pace until a delta is out (decodes are slow here).
+        session.stream(tail, rate, speed=2.5, real_time_until=lambda: session.of(DELTA))
         # A file request meanwhile shares the one decoding slot (MAX_CONCURRENCY=1): both get through.
         with ThreadPoolExecutor(1) as pool:
             upload = pool.submit(requests.post, open_server.url + "/v1/audio/transcriptions", timeout=60,
                                  files={"file": (SHORT, (AUDIO / "clips" / SHORT).read_bytes())})
-            # The long clip's last 6 s go at real-time pace until a delta is out (decodes are slow here).
-            session.stream(tail, rate, speed=2.5, real_time_until=lambda: session.of(DELTA))
             session.stream(rest, rate, speed=2.5)
             completed = session.wait_for(COMPLETED, 2)
             answer = upload.result()
@@ -175,8 +175,14 @@ def test_malformed_events_get_error_events_and_the_session_goes_on(strict_server
         assert session.wait_for("transcription_session.updated")[0]["session"]["turn_detection"] is None
 
 
+def open_sessions(server) -> int:
+    metrics = requests.get(server.url + "/metrics", timeout=10).text
+    return int(metrics.split("\nwhisper_realtime_sessions ")[1].split()[0])
+
+
 def test_keys_client_secrets_and_session_limits(strict_server):
     url = ws_url(strict_server)
+    wait_until(lambda: open_sessions(strict_server) == 0)  # the earlier tests' sessions have ended
     for headers in ({}, {"Authorization": "Bearer wrong-key-0123456789"}):
         with pytest.raises(InvalidStatus) as refused:
             Session(url, additional_headers=headers)
@@ -197,8 +203,7 @@ def test_keys_client_secrets_and_session_limits(strict_server):
         assert browser.ws.subprotocol == "realtime"
         created = browser.wait_for("session.created")[0]["session"]
         assert created["audio"]["input"]["transcription"]["language"] == "en"
-        metrics = requests.get(strict_server.url + "/metrics", timeout=10).text
-        assert "\nwhisper_realtime_sessions 1\n" in metrics
+        assert open_sessions(strict_server) == 1
         with pytest.raises(InvalidStatus) as busy:  # REALTIME_MAX_SESSIONS=1, whatever the credentials
             Session(url, subprotocols=[f"openai-insecure-api-key.{KEY}"])
         assert busy.value.response.status_code == 429

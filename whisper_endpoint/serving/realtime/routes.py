@@ -18,6 +18,7 @@ from dataclasses import replace
 
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
+from starlette.websockets import WebSocketState
 
 from whisper_endpoint.adapters.errors import QueueFullError
 from whisper_endpoint.adapters.http import error_reply
@@ -119,8 +120,14 @@ async def _serve(websocket: WebSocket, service: InferenceService, config: Sessio
     lock = asyncio.Lock()
 
     async def send(event: dict) -> None:
+        # A transcript that is ready after the client left (or after the close) has nobody to go to.
         async with lock:
-            await websocket.send_text(json.dumps(event))
+            if WebSocketState.DISCONNECTED in (websocket.client_state, websocket.application_state):
+                return
+            try:
+                await websocket.send_text(json.dumps(event))
+            except WebSocketDisconnect:
+                pass
 
     session = RealtimeSession(send, ServiceDecoder(service), config, settings.realtime_max_utterance_s)
     await send(events.server_event("session.created", session=config.describe()))
