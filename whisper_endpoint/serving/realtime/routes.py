@@ -81,11 +81,11 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
 def _admit(websocket: WebSocket, service: InferenceService, keys: APIKeys, secrets: ClientSecrets,
            open_now: int) -> SessionConfig:
     """The new session's settings, or ``Refused`` with the reason."""
+    config = _authorized(websocket, keys, secrets)  # first: a refusal says nothing more to a stranger
     intent = websocket.query_params.get("intent", "transcription")
     if intent != "transcription":
         raise Refused(InvalidParameterError(
             f"intent={intent[:50]!r}: this server has transcription sessions only (intent=transcription)"))
-    config = _authorized(websocket, keys, secrets)
     try:
         service.check_ready()
     except EndpointError as exc:
