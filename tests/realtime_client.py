@@ -81,6 +81,11 @@ class Session:
     def of(self, kind: str) -> list[dict]:
         return [event for event in list(self.events) if event["type"] == kind]
 
+    def close_code(self, timeout: float = 5) -> int | None:
+        """The code the server closed the connection with (None if still open after ``timeout``)."""
+        self._reader.join(timeout)
+        return None if self._reader.is_alive() else self.ws.close_code
+
     def close(self) -> None:
         self._connection.__exit__(None, None, None)
         self._reader.join(timeout=5)
