@@ -3,12 +3,13 @@
 Audio that fits one window runs through ``WhisperModel.transcribe`` (sequential, conditioned on
 previous text). Longer audio runs through ``BatchedInferencePipeline`` over the speech found by the
 bundled Silero VAD, packed into windows (see windows.py), ``batch_size`` windows at once; the response's
-``decoding`` block says which path ran and how many encoder windows it cost (see cost.py).
+``decoding`` block says which path ran and how many encoder windows it cost (see cost.py). The
+request's ``DecodeContext`` hears of every batch (and every segment of the sequential path), and stops
+the decode there when asked to.
 
 Requests may run on several threads at once: the model is shared (``num_workers`` CTranslate2 workers
 decode that many requests in parallel; more requests wait for a free worker), everything a decode
-keeps between its steps lives in objects made for that request (the batched pipeline, the window
-counter).
+keeps between its steps lives in objects made for that request.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends import cost, tokens, windows
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.decode_context import DecodeContext
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 
@@ -35,6 +37,25 @@ class _CountingModel(WhisperModel):
     def encode(self, features):
         cost.count(1 if features.ndim == 2 else features.shape[0])
         return super().encode(features)
+
+
+class _RequestPipeline(BatchedInferencePipeline):
+    """faster-whisper's batched pipeline, one per request, decoding that request's batches one call
+    at a time.
+
+    The pipeline keeps the last word's end time on itself between batches (word timestamps) and
+    resets it when a call's generator ends: a shared pipeline mixed word times across concurrent
+    requests, and a call per batch would start each batch from 0. This one carries it from one call
+    to the next, as between the batches of one call.
+    """
+
+    carried = 0.0
+
+    def forward(self, *args, **kwargs):
+        self.last_speech_timestamp = self.carried
+        output = super().forward(*args, **kwargs)
+        self.carried = self.last_speech_timestamp
+        return output
 
 
 class CTranslate2Backend:
@@ -60,8 +81,10 @@ class CTranslate2Backend:
         self.num_workers = num_workers
         logger.info("loaded %s with ctranslate2 on %s (%s, %d workers)", model_name, device, compute_type, num_workers)
 
-    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig,
+                   context: DecodeContext | None = None) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
+        context = context or DecodeContext()
         warnings = []
         if options.assisted:
             warnings.append("'assisted' needs the transformers backend with ASSISTANT_MODEL; decoded unassisted")
@@ -79,18 +102,16 @@ class CTranslate2Backend:
             if duration > window_s:
                 batch_size = cost.batch_size(options, self.max_batch_size, warnings)
                 segments, language, probability, decoding = self._batched(
-                    samples, window_s, batch_size, options, kwargs, counter)
+                    samples, window_s, batch_size, options, kwargs, context, counter)
             else:
-                generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
-                segments, stopped = _consume(generator)
-                language, probability = info.language, info.language_probability
+                segments, language, probability, stopped = self._sequential(samples, options, kwargs, context)
                 decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
         if decoding.pop("stopped"):
             counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
         decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
                         compute_type=self.compute_type)
         return Transcript(
-            segments=[_segment(segment) for segment in segments],
+            segments=segments,
             language=language,
             language_probability=probability,
             decoding=decoding,
@@ -108,32 +129,77 @@ class CTranslate2Backend:
             warnings=warnings,
         )
 
-    def _batched(self, samples, window_s, batch_size, options, kwargs, counter):
-        """Decode the speech packed into windows, then once more what any window left out (see windows.py)."""
+    def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
+        """One window (Whisper's own seek within it): reported segment by segment."""
+        context.report(0, 1)
+        generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
+        segments, stopped = [], False
+        try:
+            for segment in generator:  # the generator does the decoding
+                segments.append(_segment(segment))
+                context.report(0, 1, segments)
+        except cost.BudgetSpent:
+            stopped = True
+        context.report(1, 1, segments)
+        return segments, info.language, info.language_probability, stopped
+
+    def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter):
+        """Decode the speech packed into windows, ``batch_size`` windows at a time, each batch followed by
+        the second pass over what its windows left out (see windows.py): so the segments come out
+        final and in time order, and are reported after every batch. Stops where the window budget is
+        spent (cost.py)."""
         packed = windows.pack_speech(samples, window_s)
         decoding = {"mode": "batched", "batch_size": batch_size, "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "stopped": False}
         if not packed.windows:
+            context.report(0, 0, [])
             return [], options.language, None, decoding
-        # One pipeline per request, sharing the model: the pipeline keeps the last word's end time on
-        # itself between batches (word timestamps) and resets it only when its generator finishes, so
-        # a shared one mixed word times across concurrent requests and kept a failed request's value.
-        generator, info = BatchedInferencePipeline(self.model).transcribe(
-            packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in packed.windows], **kwargs
-        )
-        segments, decoding["stopped"] = _consume(generator)
-        missed = windows.leftovers(packed.windows, segments) if options.recover_dropped_speech else []
-        for window in missed:
-            if counter.spent:
-                counter.notes.append(
-                    f"{len(missed) - decoding['remainders_decoded_again']} of {len(missed)} window remainders were "
-                    f"not decoded again: the request's bound of {counter.budget} encoder windows was spent"
-                )
+        segments, skipped, total = [], 0, len(packed.windows)
+        context.report(0, total)
+        language, probability = self._language(packed, kwargs["language"])
+        kwargs = {**kwargs, "language": language}
+        pipeline = _RequestPipeline(self.model)
+        for first in range(0, total, batch_size):
+            group = packed.windows[first: first + batch_size]
+            generator, _ = pipeline.transcribe(
+                packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
+            )
+            found, decoding["stopped"] = _consume(generator)
+            missed = windows.leftovers(group, found) if options.recover_dropped_speech else []
+            for window in missed:
+                if counter.spent:
+                    skipped += 1
+                    continue
+                found += self._decode_alone(packed.audio, window, kwargs)
+                decoding["remainders_decoded_again"] += 1
+            segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))]
+            context.report(first + len(group), total, segments)
+            if decoding["stopped"]:
                 break
-            segments += self._decode_alone(packed.audio, window, {**kwargs, "language": info.language})
-            decoding["remainders_decoded_again"] += 1
-        segments = packed.original_times(sorted(segments, key=lambda s: s.start))
-        return segments, info.language, info.language_probability, decoding
+        if skipped:
+            counter.notes.append(
+                f"{skipped} of {skipped + decoding['remainders_decoded_again']} window remainders were not decoded "
+                f"again: the request's bound of {counter.budget} encoder windows was spent"
+            )
+        return segments, language, probability, decoding
+
+    def _language(self, packed: windows.PackedSpeech, language: str | None) -> tuple[str, float]:
+        """The language asked for, or the one Whisper detects on the first 30 s of the packed windows'
+        features, exactly as faster-whisper's batched pipeline does it over all the windows at once."""
+        if language is not None or not self.is_multilingual:
+            return language or "en", 1
+        extractor = self.model.feature_extractor
+        features, frames = [], 0
+        for window in packed.windows:
+            piece = packed.audio[int(window.start * TARGET_RATE): int(window.end * TARGET_RATE)]
+            features.append(extractor(piece)[..., :-1])
+            frames += features[-1].shape[-1]
+            if frames >= extractor.nb_max_frames:
+                break
+        # faster-whisper's dummy frame (for empty audio) after the windows' features.
+        features.append(np.full((self.model.model.n_mels, 1), -1.5, dtype="float32"))
+        language, probability, _ = self.model.detect_language(features=np.concatenate(features, axis=1))
+        return language, probability
 
     def _decode_alone(self, audio: np.ndarray, window: windows.Window, kwargs: dict) -> list:
         """A window's remainder through the sequential decoder, as Whisper's own seek would decode it:

@@ -18,10 +18,15 @@ decoder-only model sharing the main encoder (distil-whisper style, ``WhisperForC
 smaller full Whisper. transformers' assisted generation needs batch size 1, so assisted requests
 decode their windows one at a time, and the response says so.
 
-Encoder windows are counted by a hook on the encoder (cost.py). Long-form ``generate`` seeks window
-after window inside transformers, where it cannot be stopped between windows: once the request's
-window budget is spent a stopping rule ends each further decode at its first token, so the windows
-left are encoded but not decoded (at most one per 30 s, which cost.py's budget keeps room for).
+The request's ``DecodeContext`` hears of every encoder call (a window, or a batch of chunks) through a
+hook on the encoders, which is also where a decode is stopped; the total is an estimate (long-form
+generate seeks as far as each window's text reaches). The segments come when the pipeline ends, in
+one report: transformers returns no text before it has decoded every window.
+
+Encoder windows are counted for the request's cost by a second hook (cost.py). Long-form ``generate``
+seeks window after window inside transformers, where it cannot be stopped between windows: once the
+request's window budget is spent a stopping rule ends each further decode at its first token, so the
+windows left are encoded but not decoded (at most one per 30 s, which cost.py's budget keeps room for).
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +47,7 @@ from whisper_endpoint.backends import cost, tokens
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.decode_context import DecodeContext
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
@@ -75,11 +84,11 @@ class TransformersBackend:
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        twin = _eager_twin(self.model)
-        for encoder in (self.model.get_encoder(), twin.get_encoder()):
-            encoder.register_forward_pre_hook(_count_windows, with_kwargs=True)
         self.pipe = _asr_pipeline(self.model, tokenizer, features, device)
-        self.word_pipe = _asr_pipeline(twin, tokenizer, features, device)
+        self.word_pipe = _asr_pipeline(_eager_twin(self.model), tokenizer, features, device)
+        for pipe in (self.pipe, self.word_pipe):
+            pipe.model.get_encoder().register_forward_pre_hook(_before_window, with_kwargs=True)
+            pipe.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
         self.model_name = model_name
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
@@ -87,16 +96,20 @@ class TransformersBackend:
             self.assistant = load_assistant(assistant_path, assistant_name or str(assistant_path), self)
         logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
 
-    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig,
+                   context: DecodeContext | None = None) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
+        context = context or DecodeContext()
         warnings: list[str] = []
         duration = len(samples) / TARGET_RATE
         window_s = cost.window_length(options, duration, warnings)
         with cost.counting(duration, strict=False) as counter:
             generate_kwargs = self._generate_kwargs(samples, options, warnings)
             stop = _StopWhenSpent(counter)
-            output, decoding = self._run(samples, options, window_s, generate_kwargs, stop, warnings)
+            output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
+                                                  warnings)
         segments = _segments(output, options.return_timestamps, duration)
+        context.report(windows.done, windows.total, segments)
         if stop.fired:
             reached = max((s.end for s in segments if s.text.strip()), default=0.0)
             warnings.append(cost.stopped_note(duration, reached))
@@ -105,7 +118,8 @@ class TransformersBackend:
         return Transcript(segments=segments, language=generate_kwargs.get("language", "en"), decoding=decoding,
                           warnings=warnings)
 
-    def _run(self, samples, options, window_s, generate_kwargs, stop, warnings) -> tuple[dict, dict]:
+    def _run(self, samples, options, window_s, generate_kwargs, stop, context, warnings):
+        """The pipeline's run: its output, the ``decoding`` block so far, and the windows it reported."""
         long_audio = len(samples) > window_s * TARGET_RATE
         assisted = "assistant_model" in generate_kwargs
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
@@ -121,17 +135,19 @@ class TransformersBackend:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
             generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
         pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
-        output = pipe(
-            {"raw": samples, "sampling_rate": TARGET_RATE},
-            chunk_length_s=window_s if chunked else None,
-            batch_size=batch_size,
-            return_timestamps=timestamps,
-            generate_kwargs=generate_kwargs,
-        )
+        windows = _Windows(context, _windows_total(len(samples) / TARGET_RATE, window_s if chunked else None))
+        with windows.counting():
+            output = pipe(
+                {"raw": samples, "sampling_rate": TARGET_RATE},
+                chunk_length_s=window_s if chunked else None,
+                batch_size=batch_size,
+                return_timestamps=timestamps,
+                generate_kwargs=generate_kwargs,
+            )
         decoding = {"mode": "chunked" if chunked else "sequential", "batch_size": batch_size, "assisted": assisted}
         if chunked:
             decoding["chunk_length_s"] = window_s
-        return output, decoding
+        return output, decoding, windows
 
     def _chunks_long_audio(self, batch_size: int) -> bool:
         """Chunked batches where they pay (a GPU with batch_size > 1), long-form generate elsewhere."""
@@ -196,15 +212,38 @@ class TransformersBackend:
         return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
 
 
-def _asr_pipeline(model, tokenizer, features, device: str):
-    from transformers import pipeline
+class _Windows:
+    """One request's windows, counted by the encoders' hook inside ``with windows.counting():``
+    (this thread only: requests on other threads count their own)."""
 
-    return pipeline("automatic-speech-recognition", model=model, tokenizer=tokenizer, feature_extractor=features,
-                    device=device)
+    def __init__(self, context: DecodeContext, total: int):
+        self.context, self.total, self.done = context, total, 0
+
+    @contextmanager
+    def counting(self):
+        token = _current.set(self)
+        try:
+            yield
+        finally:
+            _current.reset(token)
+
+
+_current: ContextVar[_Windows | None] = ContextVar("decode_windows", default=None)
+
+
+def _before_window(module, args, kwargs) -> None:
+    """Encoder pre-hook: report the windows decoded so far (a stop asked for raises here), then count
+    this call's windows. Calls outside a request's pipeline (language detection) are not counted."""
+    windows = _current.get()
+    features = kwargs.get("input_features", args[0] if args else None)
+    if windows is None or features is None:
+        return
+    windows.context.report(windows.done, windows.total)
+    windows.done += features.shape[0]
 
 
 def _count_windows(module, args, kwargs) -> None:
-    """Encoder pre-hook: every call encodes a batch of 30 s windows."""
+    """Encoder pre-hook: every call encodes a batch of 30 s windows, counted for the request's cost."""
     features = kwargs.get("input_features", args[0] if args else None)
     if features is not None:
         cost.count(features.shape[0])
@@ -222,6 +261,22 @@ class _StopWhenSpent(StoppingCriteria):
         spent = self.counter.used > self.counter.budget
         self.fired = self.fired or spent
         return torch.full((input_ids.shape[0],), spent, dtype=torch.bool, device=input_ids.device)
+
+
+def _windows_total(duration: float, chunk_length_s: float | None) -> int:
+    """Windows the pipeline will encode: 30 s each for long-form generate (more when a window's text
+    stops early), or the chunked pipeline's chunks (a sixth of a chunk overlaps on each side)."""
+    if chunk_length_s is None:
+        return max(1, math.ceil(duration / 30))
+    step = chunk_length_s * 2 / 3
+    return 1 + max(0, math.ceil((duration - chunk_length_s) / step))
+
+
+def _asr_pipeline(model, tokenizer, features, device: str):
+    from transformers import pipeline
+
+    return pipeline("automatic-speech-recognition", model=model, tokenizer=tokenizer, feature_extractor=features,
+                    device=device)
 
 
 def _eager_twin(model):
