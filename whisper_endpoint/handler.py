@@ -27,16 +27,21 @@ class EndpointHandler:
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
         self.diarizer = speaker_labels.load_diarizer(self.settings, path)
+        self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
 
     def __call__(self, data: dict) -> dict:
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
         config = request.config
+        voices = speaker_labels.request_voices(self.diarizer, config, self.voices)  # clips checked before ASR
         if config.multichannel:  # each channel on its own, one speaker per channel
             diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
-            return channels.respond(request.audio, config, request.warnings, partial(self._transcribe, diarize=diarize))
+            transcribe = partial(self._transcribe, diarize=diarize, voices=voices)
+            return channels.respond(request.audio, config, request.warnings, transcribe)
         diarize = speaker_labels.wanted(self.diarizer, config, request.warnings)
-        transcript, extra = self._transcribe(request.audio.samples, config, request.warnings, diarize=diarize)
+        transcript, extra = self._transcribe(
+            request.audio.samples, config, request.warnings, diarize=diarize, voices=voices
+        )
         return render.response(
             transcript,
             timestamps=config.return_timestamps,
@@ -45,7 +50,9 @@ class EndpointHandler:
             **extra,
         )
 
-    def _transcribe(self, samples, config, warnings: list[str], *, diarize: bool) -> tuple[Transcript, dict]:
+    def _transcribe(
+        self, samples, config, warnings: list[str], *, diarize: bool, voices=None
+    ) -> tuple[Transcript, dict]:
         """One mono signal: the transcript, and its ``speakers`` (and ``speaker_turns``) when diarized."""
         # Speakers are given word by word; the chunks still come as the request asked.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
@@ -53,4 +60,6 @@ class EndpointHandler:
         if not diarize:
             return transcript, {}
         duration = len(samples) / TARGET_RATE
-        return transcript, speaker_labels.label_speakers(self.diarizer, samples, transcript, config, duration, warnings)
+        return transcript, speaker_labels.label_speakers(
+            self.diarizer, samples, transcript, config, duration, warnings, voices
+        )
