@@ -1,17 +1,20 @@
 """Known speakers by name (issue 23): real voices enrolled from recordings other than the one transcribed.
 
-The input is the first 30 s of fillets_barrel (big_fish and small_fish take turns); the enrolment clips
-are turns of the same voice actors cut from fillets_long, which shares no text with barrel. tiny.en with
-the embedded diarizer: the words are English guesses at Dutch speech, but their times and speakers are
-what is scored here.
+The input is the first 20 s of fillets_barrel (big_fish and small_fish take turns); the enrolment clips
+are turns of the same voice actors cut from the first minute of fillets_long, which shares no text with
+barrel. tiny.en with the embedded diarizer (the session's ``diarizing_handler``): the words are English
+guesses at Dutch speech, but their times and speakers are what is scored here. Two diarization runs in
+all: one through the handler, one through the OpenAI route.
 """
 
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from pathlib import Path
 
+import av
 import numpy as np
 import openai
 import pytest
@@ -20,8 +23,6 @@ from tests.conftest import encode
 from tests.serving_helpers import live_server
 from whisper_endpoint import formats, speaker_labels
 from whisper_endpoint.audio import decode_file
-from whisper_endpoint.batch.inputs import collect
-from whisper_endpoint.batch.runner import run_batch
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.speaker_names import MATCH_THRESHOLD, match
@@ -29,7 +30,7 @@ from whisper_endpoint.speaker_names import MATCH_THRESHOLD, match
 AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"
 BARREL = AUDIO / "dialogues" / "fillets_barrel.flac"
 LONG = AUDIO / "long" / "fillets_long.flac"
-RATE, EXCERPT_S = 16000, 30.0
+RATE, EXCERPT_S, ENROL_FROM_S = 16000, 20.0, 64.0
 
 
 def _flac(samples: np.ndarray) -> bytes:
@@ -44,13 +45,24 @@ def _b64(samples: np.ndarray, data_url: bool = False) -> str:
 @pytest.fixture(scope="module")
 def fish() -> dict[str, list[np.ndarray]]:
     """Two turns of 3-10 s per fish from fillets_long (not the transcribed file)."""
-    samples = decode_file(LONG.read_bytes(), max_seconds=3600).samples
+    samples = _head(LONG, ENROL_FROM_S)
     clips: dict[str, list[np.ndarray]] = {}
     for turn in json.loads(LONG.with_suffix(".json").read_text())["turns"]:
         chosen = clips.setdefault(turn["speaker"], [])
         if 3.0 <= turn["end"] - turn["start"] <= 10.0 and len(chosen) < 2:
             chosen.append(samples[round(turn["start"] * RATE): round(turn["end"] * RATE)])
     return clips
+
+
+def _head(path: Path, seconds: float) -> np.ndarray:
+    """The first ``seconds`` of a file, 16 kHz mono (the 13 min file need not be decoded whole)."""
+    resampler, pieces = av.AudioResampler(format="flt", layout="mono", rate=RATE), []
+    with av.open(str(path)) as container:
+        for frame in container.decode(audio=0):
+            pieces += [piece.to_ndarray().reshape(-1) for piece in resampler.resample(frame)]
+            if sum(map(len, pieces)) >= seconds * RATE:
+                break
+    return np.concatenate(pieces)[: round(seconds * RATE)]
 
 
 @pytest.fixture(scope="module")
@@ -61,16 +73,16 @@ def excerpt() -> tuple[bytes, list[dict]]:
 
 
 @pytest.fixture(scope="module")
-def named_handler(settings_factory, fish, tmp_path_factory):
-    """tiny.en + embedded diarization, SPEAKERS_DIR enrolling big_fish only (small_fish is unknown)."""
-    from whisper_endpoint.handler import EndpointHandler
-
+def named_handler(diarizing_handler, settings_factory, fish, tmp_path_factory):
+    """The session's tiny.en + embedded diarization handler, with SPEAKERS_DIR enrolling big_fish, read
+    as the handler reads it at start-up (``load_voices``)."""
     folder = tmp_path_factory.mktemp("speakers")
     (folder / "big_fish").mkdir()
     for index, clip in enumerate(fish["big_fish"]):
         (folder / "big_fish" / f"clip{index}.flac").write_bytes(_flac(clip))
-    settings = settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded", speakers_dir=folder)
-    return EndpointHandler(settings=settings)
+    handler = copy.copy(diarizing_handler)  # the same loaded models
+    handler.voices = speaker_labels.load_voices(settings_factory(speakers_dir=folder), handler.diarizer)
+    return handler
 
 
 def _named_right(speakers: list[dict], turns: list[dict]) -> dict[str, float]:
@@ -85,40 +97,26 @@ def _named_right(speakers: list[dict], turns: list[dict]) -> dict[str, float]:
     return {name: sum(found) / len(found) for name, found in right.items()}
 
 
-def test_speakers_dir_names_its_voice_and_no_other_in_every_batch_format(named_handler, excerpt, tmp_path):
-    audio, turns = excerpt
-    (tmp_path / "in").mkdir()
-    (tmp_path / "in" / "barrel.flac").write_bytes(audio)
-    wanted = ["srt", "vtt", "txt", "tsv", "rttm", "diarized_json"]
-    summary = run_batch(collect([str(tmp_path / "in")], []), tmp_path / "out", named_handler,
-                        formats=["json", *wanted], parameters={"return_speaker_words": True,
-                                                               "return_speaker_turns": True}, progress=False)
-    assert summary.failed == 0
-    result = json.loads((tmp_path / "out" / "barrel.flac.json").read_text())
-    assert _named_right(result["speakers"], turns)["big_fish"] >= 0.9
-    labels = {run["speaker"] for run in result["speakers"]}
-    assert "big_fish" in labels and "small_fish" not in labels  # small_fish is not enrolled: SPEAKER_xx
-    assert [m["name"] for m in result["speaker_matches"]] == ["big_fish"]
-    assert result["speaker_matches"][0]["similarity"] >= MATCH_THRESHOLD
-    texts = {name: next((tmp_path / "out").glob(f"barrel.flac.*{formats.FORMATS[name].extension}")).read_text()
-             for name in wanted}
-    assert "[big_fish]" in texts["srt"] and "<v big_fish>" in texts["vtt"] and "big_fish: " in texts["txt"]
-    assert "\tbig_fish\t" in texts["tsv"] and " big_fish <NA>" in texts["rttm"]
-    assert "SPEAKER_0" in texts["srt"] and "SPEAKER_0" in texts["rttm"]
-    assert '"speaker": "big_fish"' in texts["diarized_json"]
-
-
-def test_request_clips_join_speakers_dir_and_embeddings_come_back_by_name(named_handler, excerpt, fish):
+def test_request_and_speakers_dir_names_reach_every_format_with_embeddings(named_handler, excerpt, fish):
     audio, turns = excerpt
     result = named_handler({"inputs": audio, "parameters": {
-        "language": "en", "return_speaker_words": True, "return_speaker_embeddings": True,
+        "language": "en", "return_speaker_words": True, "return_speaker_turns": True,
+        "return_speaker_embeddings": True,
         "known_speakers": [{"name": "small_fish", "audio": [_b64(c) for c in fish["small_fish"]]}]}})
     right = _named_right(result["speakers"], turns)
-    assert right["big_fish"] >= 0.9 and right["small_fish"] >= 0.9
+    assert right["big_fish"] >= 0.9 and right["small_fish"] >= 0.9  # SPEAKERS_DIR's name and the request's
+    assert {m["name"] for m in result["speaker_matches"]} == {"big_fish", "small_fish"}
+    assert all(m["similarity"] >= MATCH_THRESHOLD for m in result["speaker_matches"])
+    assert {turn["speaker"] for turn in result["speaker_turns"]} == {"big_fish", "small_fish"}
     embeddings = result["speaker_embeddings"]
-    assert "CAM++" in embeddings["model"]
-    assert set(embeddings["speakers"]) == {"big_fish", "small_fish"}
+    assert "CAM++" in embeddings["model"] and set(embeddings["speakers"]) == {"big_fish", "small_fish"}
     assert all(len(vector) == 192 for vector in embeddings["speakers"].values())
+    shown = {name: formats.render(result, name).body for name in ("srt", "vtt", "txt", "tsv", "rttm")}
+    for name in ("big_fish", "small_fish"):
+        assert f"[{name}]" in shown["srt"] and f"<v {name}>" in shown["vtt"] and f"{name}: " in shown["txt"]
+        assert f"\t{name}\t" in shown["tsv"] and f" {name} <NA>" in shown["rttm"]
+    segments = formats.render(result, "diarized_json").body["segments"]
+    assert {segment["speaker"] for segment in segments} == {"big_fish", "small_fish"}
 
 
 def test_a_request_name_wins_over_the_same_name_in_speakers_dir(named_handler, fish):
@@ -190,20 +188,21 @@ def test_speakers_dir_problems_stop_the_start_naming_the_path(named_handler, set
 
 
 @pytest.fixture(scope="module")
-def named_server(named_handler):
+def named_server(diarizing_handler):
+    """The OpenAI route over the diarizing handler, without SPEAKERS_DIR."""
     from whisper_endpoint.serving.app import create_app
     from whisper_endpoint.serving.settings import ServerSettings
 
-    with live_server(create_app(ServerSettings(), handler=named_handler)) as server:
+    with live_server(create_app(ServerSettings(), handler=diarizing_handler)) as server:
         yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0)
 
 
-def test_openai_known_speaker_fields_name_speakers_in_vtt(named_server, excerpt, fish):
+def test_openai_known_speaker_fields_name_one_speaker_and_leave_the_other(named_server, excerpt, fish):
     audio, _ = excerpt
     vtt = named_server.audio.transcriptions.create(
         model="whisper-1", file=("barrel.flac", audio), response_format="vtt", language="en",
         known_speaker_names=["small_fish"], known_speaker_references=[_b64(fish["small_fish"][0], data_url=True)])
-    assert "<v small_fish>" in vtt and "<v big_fish>" in vtt  # the request's name and SPEAKERS_DIR's
+    assert "<v small_fish>" in vtt and "<v SPEAKER_0" in vtt and "big_fish" not in vtt  # big_fish not enrolled
 
 
 @pytest.mark.parametrize("names,references,fragment", [
