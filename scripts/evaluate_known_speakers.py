@@ -194,16 +194,16 @@ def main() -> None:
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", diarization_model="embedded"))
     impostors = impostor_clips()
     report = {"threshold": MATCH_THRESHOLD, "embedding_model": handler.diarizer.embedding_model, "files": {}}
-    for name in args.files:
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    for name in args.files:  # the report is rewritten after each file: a long run leaves what it finished
         report["files"][name] = run_file(handler, name, impostors, MATCH_THRESHOLD)
         print(name, json.dumps(report["files"][name]), flush=True)
-    dev = [report["files"][n][f"{c}_clips"]["similarities"] for n in report["files"] if FILES[n][2]
-           for c in CLIPS_PER_NAME]
-    if dev:
-        report["dev_lowest_right"] = min(min(s["right"]) for s in dev if s["right"])
-        report["dev_highest_wrong"] = max(max(s["wrong"]) for s in dev if s["wrong"])
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1) + "\n")
+        dev = [report["files"][n][f"{c}_clips"]["similarities"] for n in report["files"] if FILES[n][2]
+               for c in CLIPS_PER_NAME]
+        if dev:
+            report["dev_lowest_right"] = min(min(s["right"]) for s in dev if s["right"])
+            report["dev_highest_wrong"] = max(max(s["wrong"]) for s in dev if s["wrong"])
+        args.out.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "files"}))
 
 

@@ -1,6 +1,6 @@
 """Known speakers by name (issue 23): real voices enrolled from recordings other than the one transcribed.
 
-The input is the first 20 s of fillets_barrel (big_fish and small_fish take turns); the enrolment clips
+The input is the first 30 s of fillets_barrel (big_fish and small_fish take turns); the enrolment clips
 are turns of the same voice actors cut from the first minute of fillets_long, which shares no text with
 barrel. tiny.en with the embedded diarizer (the session's ``diarizing_handler``): the words are English
 guesses at Dutch speech, but their times and speakers are what is scored here. Two diarization runs in
@@ -30,7 +30,7 @@ from whisper_endpoint.speaker_names import MATCH_THRESHOLD, match
 AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"
 BARREL = AUDIO / "dialogues" / "fillets_barrel.flac"
 LONG = AUDIO / "long" / "fillets_long.flac"
-RATE, EXCERPT_S, ENROL_FROM_S = 16000, 20.0, 64.0
+RATE, EXCERPT_S, ENROL_FROM_S = 16000, 30.0, 64.0
 
 
 def _flac(samples: np.ndarray) -> bytes:
