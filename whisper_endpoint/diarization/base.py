@@ -44,7 +44,7 @@ class Diarization:
     turns: list[SpeakerTurn]
     exclusive: list[SpeakerTurn]
     warnings: list[str] = field(default_factory=list)
-    embeddings: dict[str, np.ndarray] = field(default_factory=dict)
+    embeddings: dict[str, np.ndarray] = field(default_factory=dict, compare=False)  # arrays: no ==
 
     @property
     def speakers(self) -> list[str]:
