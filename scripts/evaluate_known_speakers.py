@@ -181,11 +181,37 @@ def run_file(handler, name: str, impostors: dict, threshold: float) -> dict:
     return report
 
 
+def table(report: dict) -> str:
+    """The README's table, from a saved report."""
+    lines = ["| file | tuned on | speakers found | words named right (3 clips / 1 clip) | unenrolled voices "
+             "named (3 / 1) | right pairs: lowest similarity | wrong pairs: highest |", "|---|---|---|---|---|---|---|"]
+    for name, found in report["files"].items():
+        cells = []
+        for key in ("words_named_right", "unenrolled_named"):
+            values = []
+            for clips in CLIPS_PER_NAME:
+                scenarios = found[f"{clips}_clips"]["scenarios"]
+                if key == "words_named_right":
+                    values.append(f"{100 * scenarios['all'][key]:.1f}%")
+                else:
+                    values.append(f"{sum(s[key] for s in scenarios.values())} of {len(scenarios)} runs")
+            cells.append(" / ".join(values))
+        sims = [found[f"{clips}_clips"]["similarities"] for clips in CLIPS_PER_NAME]
+        lowest, highest = min(min(s["right"]) for s in sims), max(max(s["wrong"]) for s in sims)
+        lines.append(f"| {name} | {'yes' if found['dev'] else 'no'} | {found['speakers_found']} / "
+                     f"{len(found['cast'])} | {cells[0]} | {cells[1]} | {lowest:.3f} | {highest:.3f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=ROOT / "results" / "known_speakers.json")
     parser.add_argument("--files", nargs="+", choices=list(FILES), default=list(FILES))
+    parser.add_argument("--table", action="store_true", help="print the README table of --out and stop")
     args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.out.read_text())))
+        return
 
     from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
