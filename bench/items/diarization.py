@@ -1,12 +1,20 @@
-"""Item 5: the diarization share of a request, and the speaker merge alone at growing word counts."""
+"""Item 5: the diarization share of a request, CPU time and peak memory per stage at growing lengths
+(one fresh process per length), and the speaker merge alone at growing word counts."""
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from bench import backends, inputs
 from bench.measure import timed, timed_cpu
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _segments_from_response(response: dict):
@@ -67,18 +75,34 @@ def run_merge(plan) -> dict:
     return {"merge_scaling": merge_scaling(plan.merge_words)}
 
 
-def run(plan) -> dict:
+def one(plan, seconds: float) -> dict:
+    """In a fresh process: ASR alone, then a diarized request, with CPU time and peak memory per stage.
+
+    Both requests go through the handler's public call after a diarized warm-up on a short clip (so
+    lazily loaded models are not counted). The peak is the diarized request's own (VmHWM reset after
+    the ASR-alone run): resident models and the input included."""
     from whisper_endpoint.speaker_merge import merge_speakers
 
+    from bench.measure import rss_mib
+    from bench.stages import StageClock, watch_handler
+
+    audio = inputs.long_audio(plan, seconds)
+    inputs.samples.cache_clear()  # keep only this length's array, as a server would
     handler = backends.handler(plan.model, diarization_model="embedded")
-    audio = inputs.long_audio(plan, plan.diarization_s)
     language = plan.language
-    backends.ask(handler, inputs.clip(plan.short_clip), language=plan.language, diarize=False)  # warm-up
+    backends.ask(handler, inputs.clip(plan.short_clip), language=language, return_speaker_turns=True)  # warm-up
+    loaded = rss_mib()
     asr_s, asr_cpu, _ = timed_cpu(lambda: backends.ask(handler, audio, language=language, diarize=False))
+    clock = StageClock()
+    watch_handler(clock, handler)
+    clock.start()
     total_s, total_cpu, response = timed_cpu(lambda: backends.ask(
         handler, audio, language=language, return_speaker_turns=True, return_speaker_words=True))
+    peak = clock.request_peak()
     segments, turns = _segments_from_response(response)
     merge_s, _ = timed(lambda: merge_speakers(segments, turns, with_words=True, duration=len(audio) / 16000))
+    stages = clock.report()
+    diarization_cpu = stages["cpu_s"].get("diarization", 0.0)
     return {
         "audio_s": inputs.seconds_of(audio),
         "asr_alone_s": round(asr_s, 2),
@@ -92,5 +116,33 @@ def run(plan) -> dict:
         # diarization + merge + the word timestamps the merge needs, as a share of the whole request
         "diarization_share": round((total_cpu - asr_cpu) / total_cpu, 3),  # on CPU time
         "diarization_share_wall": round((total_s - asr_s) / total_s, 3),
-        "merge_scaling": merge_scaling(plan.merge_words),
+        # the diarizer's own CPU time over the diarized request's, and over the ASR alone
+        "diarizer_share": round(diarization_cpu / total_cpu, 3),
+        "diarizer_over_asr": round(diarization_cpu / asr_cpu, 3),
+        "rss_after_load_mib": loaded,
+        "peak_rss_mib": peak,
+        "stages": stages,
     }
+
+
+def run(plan) -> dict:
+    """Each length in a fresh process (its peak memory is its own); the first is the headline row."""
+    rows = []
+    for seconds in plan.diarization_lengths_s:
+        completed = subprocess.run(
+            [sys.executable, "-m", "bench.items.diarization", "quick" if plan.quick else "full", str(seconds)],
+            cwd=ROOT, env=os.environ.copy(), capture_output=True, text=True, check=False,
+        )
+        if completed.returncode != 0:
+            raise RuntimeError(f"diarization child for {seconds} s failed: {completed.stderr[-2000:]}")
+        rows.append(json.loads(completed.stdout.strip().splitlines()[-1]))
+    headline = next(row for row in rows if row["audio_s"] == round(plan.diarization_s, 1)) \
+        if plan.diarization_s is not None else rows[0]
+    return {**headline, "lengths": rows, "merge_scaling": merge_scaling(plan.merge_words)}
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    from bench.plan import by_name
+
+    print(json.dumps(one(by_name(sys.argv[1]), float(sys.argv[2]))))
