@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from bench import backends, inputs
-from bench.measure import timed, timed_cpu
+from bench.measure import loadavg, timed, timed_cpu
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,12 +75,13 @@ def run_merge(plan) -> dict:
     return {"merge_scaling": merge_scaling(plan.merge_words)}
 
 
-def one(plan, seconds: float) -> dict:
+def one(plan, seconds: float, threads: int = 1) -> dict:
     """In a fresh process: ASR alone, then a diarized request, with CPU time and peak memory per stage.
 
     Both requests go through the handler's public call after a diarized warm-up on a short clip (so
     lazily loaded models are not counted). The peak is the diarized request's own (VmHWM reset after
-    the ASR-alone run): resident models and the input included."""
+    the ASR-alone run): resident models and the input included. ``threads``: the ASR's and torch's
+    (the parent sets OMP_NUM_THREADS to match)."""
     from whisper_endpoint.speaker_merge import merge_speakers
 
     from bench.measure import rss_mib
@@ -88,7 +89,7 @@ def one(plan, seconds: float) -> dict:
 
     audio = inputs.long_audio(plan, seconds)
     inputs.samples.cache_clear()  # keep only this length's array, as a server would
-    handler = backends.handler(plan.model, diarization_model="embedded")
+    handler = backends.handler(plan.model, diarization_model="embedded", cpu_threads=threads)
     language = plan.language
     backends.ask(handler, inputs.clip(plan.short_clip), language=language, return_speaker_turns=True)  # warm-up
     loaded = rss_mib()
@@ -105,6 +106,9 @@ def one(plan, seconds: float) -> dict:
     diarization_cpu = stages["cpu_s"].get("diarization", 0.0)
     return {
         "audio_s": inputs.seconds_of(audio),
+        "threads": threads,
+        "real_time_factor": round(total_s / (len(audio) / inputs.RATE), 4),  # the diarized request, wall
+        "loadavg": loadavg(),
         "asr_alone_s": round(asr_s, 2),
         "asr_with_diarization_s": round(total_s, 2),
         "asr_alone_cpu_s": round(asr_cpu, 2),
@@ -125,24 +129,29 @@ def one(plan, seconds: float) -> dict:
     }
 
 
+def _child(plan, seconds: float, threads: int = 1) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.items.diarization", "quick" if plan.quick else "full", str(seconds),
+         str(threads)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"diarization child for {seconds} s failed: {completed.stderr[-2000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
 def run(plan) -> dict:
-    """Each length in a fresh process (its peak memory is its own); the first is the headline row."""
-    rows = []
-    for seconds in plan.diarization_lengths_s:
-        completed = subprocess.run(
-            [sys.executable, "-m", "bench.items.diarization", "quick" if plan.quick else "full", str(seconds)],
-            cwd=ROOT, env=os.environ.copy(), capture_output=True, text=True, check=False,
-        )
-        if completed.returncode != 0:
-            raise RuntimeError(f"diarization child for {seconds} s failed: {completed.stderr[-2000:]}")
-        rows.append(json.loads(completed.stdout.strip().splitlines()[-1]))
-    headline = next(row for row in rows if row["audio_s"] == round(plan.diarization_s, 1)) \
-        if plan.diarization_s is not None else rows[0]
-    return {**headline, "lengths": rows, "merge_scaling": merge_scaling(plan.merge_words)}
+    """Each length in a fresh process (its peak memory is its own), one thread; then the whole long
+    input again with two threads (full run), for the real-time factor of a diarized request."""
+    rows = [_child(plan, seconds) for seconds in plan.diarization_lengths_s]
+    headline = next(row for row in rows if row["audio_s"] == round(plan.diarization_s, 1))
+    seconds, threads = plan.diarization_rtf
+    timed_request = _child(plan, seconds, threads=threads)
+    return {**headline, "lengths": rows, "real_time": timed_request, "merge_scaling": merge_scaling(plan.merge_words)}
 
 
 if __name__ == "__main__":
     sys.path.insert(0, str(ROOT))
     from bench.plan import by_name
 
-    print(json.dumps(one(by_name(sys.argv[1]), float(sys.argv[2]))))
+    print(json.dumps(one(by_name(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)))
