@@ -102,7 +102,8 @@ def _diarization(ax, entry) -> None:
     rest = entry["asr_with_diarization_cpu_s" if cpu else "asr_with_diarization_s"] - asr
     ax.bar(["ASR alone", "ASR + diarization"], [asr, asr], color="#4c72b0", label="ASR")
     stages = entry.get("stages", {}).get("cpu_s", {})
-    parts = [("segmentation", "diarization/segmentation", "#dd8452"), ("embeddings", "diarization/embeddings", "#55a868")]
+    parts = [("segmentation", "diarization/segmentation", "#dd8452"),
+             ("embeddings", "diarization/embeddings", "#55a868")]
     bottom = asr
     for label, path, color in parts if cpu and all(path in stages for _, path, _ in parts) else ():
         ax.bar(["ASR + diarization"], [stages[path]], bottom=[bottom], color=color, label=label)

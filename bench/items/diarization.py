@@ -82,10 +82,9 @@ def one(plan, seconds: float, threads: int = 1) -> dict:
     lazily loaded models are not counted). The peak is the diarized request's own (VmHWM reset after
     the ASR-alone run): resident models and the input included. ``threads``: the ASR's and torch's
     (the parent sets OMP_NUM_THREADS to match)."""
-    from whisper_endpoint.speaker_merge import merge_speakers
-
     from bench.measure import rss_mib
     from bench.stages import StageClock, watch_handler
+    from whisper_endpoint.speaker_merge import merge_speakers
 
     audio = inputs.long_audio(plan, seconds)
     inputs.samples.cache_clear()  # keep only this length's array, as a server would
