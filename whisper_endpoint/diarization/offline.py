@@ -125,7 +125,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         if not isinstance(output, DiarizeOutput) or (self.speech_fill is None and self.turn_check is None):
             return output
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
-        samples = waveform.detach().cpu().numpy().astype(np.float32)
+        samples = waveform.detach().cpu().numpy().astype(np.float32, copy=False)
         if self.speech_fill is not None:
             output = self._fill(samples, output)
         if self.turn_check is not None:
