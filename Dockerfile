@@ -27,5 +27,5 @@ HEALTHCHECK --interval=30s --timeout=3s --start-period=120s \
     CMD .venv/bin/python -c "import os, urllib.request; urllib.request.urlopen(f'http://127.0.0.1:{os.environ[\"PORT\"]}/health', timeout=2)"
 
 # SageMaker starts the container as `docker run IMAGE serve`; both forms run the same server.
-ENTRYPOINT [".venv/bin/python", "-m", "whisper_endpoint.serving"]
+ENTRYPOINT [".venv/bin/whisper-endpoint"]
 CMD ["serve"]

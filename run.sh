@@ -7,4 +7,4 @@ bash scripts/setup.sh >&2
 if [ $# -eq 0 ] || [[ "$1" == --* ]]; then
     set -- ../shared/audio/clips/asterisk_all-circuits-busy-now.flac "$@"
 fi
-HF_HUB_OFFLINE=1 exec .venv/bin/python -m whisper_endpoint "$@"
+HF_HUB_OFFLINE=1 exec .venv/bin/whisper-endpoint transcribe "$@"

@@ -1,7 +1,8 @@
 """The HTTP server's app: ``uvicorn server:app`` or ``python server.py serve`` (port 8080).
 
-Built by ``whisper_endpoint.serving.create_app`` from ``ServerSettings`` (environment); the models
-load in the background at start-up. See docs/serving.md.
+Built by ``whisper_endpoint.serving.app.create_app`` from ``ServerSettings`` (environment); the models
+load in the background at start-up. The console script ``whisper-endpoint serve`` runs the same. See
+docs/serving.md.
 """
 
 import sys

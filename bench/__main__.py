@@ -22,7 +22,6 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from bench.measure import loadavg  # noqa: E402
@@ -37,6 +36,7 @@ ITEMS = {
     "batching": "4",
     "scaling": "6",
     "diarization": "5",
+    "concurrency": "16",  # issue 16's item (item 9 in docs/benchmarks.md)
 }
 # Extra items, run only when named: parts of item 1 alone (the transformers backend changes most often).
 EXTRA_ITEMS = {"overhead_transformers": "1", "overhead_ctranslate2": "1", "overhead_short": "1", "diarization_merge": "5"}
@@ -49,7 +49,7 @@ def run_item(name: str, plan, workdir: Path) -> dict:
     run = getattr(importlib.import_module(f"bench.items.{module_name}"), f"run_{part}" if part else "run")
     before, started = loadavg(), time.perf_counter()
     try:
-        result = run(plan, workdir) if name == "serving" else run(plan)
+        result = run(plan, workdir) if name in ("serving", "concurrency") else run(plan)
         status = "ok"
     except Exception:  # one broken item must not lose the others' results
         result, status = {"error": traceback.format_exc(limit=5)}, "failed"

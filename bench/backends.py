@@ -12,7 +12,7 @@ THREADS = 1  # one thread everywhere: the machine has 2 cores shared with other 
 
 
 def settings(model: str, **values):
-    from config import ModelSettings
+    from whisper_endpoint.config import ModelSettings
 
     values.setdefault("cpu_threads", THREADS)
     cache = os.environ.get("MODEL_CACHE_DIR")
@@ -24,7 +24,7 @@ def settings(model: str, **values):
 @functools.cache
 def handler(model: str, **values):
     """One handler per configuration for the whole run: items share loaded models."""
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(settings=settings(model, **values))
 

@@ -28,6 +28,9 @@ class Plan:
     speculative_clips: int
     latency_requests: int  # item 7: one at a time
     load: tuple[tuple[int, int], ...]  # item 7: (concurrency, requests)
+    concurrency_requests: int  # item 9: requests sent at once to each MAX_CONCURRENCY variant
+    concurrency_repeats: int  # item 9: rounds over the variants (the median is reported)
+    concurrency_variants: tuple[str, ...]  # item 9: servers (bench/items/concurrency.py SETTINGS)
     # Seconds of the long source kept as speech in every long input, the rest silence; None = all
     # speech. The smoke run only needs the long-audio paths to run, not to decode 30 s of talk.
     long_speech_s: float | None = None
@@ -59,6 +62,9 @@ FULL = Plan(
     speculative_clips=5,
     latency_requests=8,
     load=((1, 8), (4, 16), (8, 32)),
+    concurrency_requests=8,
+    concurrency_repeats=3,
+    concurrency_variants=("mc1_threads1", "mc1_threads2", "mc2_threads1", "mc2_threads2", "mc4_threads1"),
 )
 
 def by_name(name: str) -> Plan:
@@ -87,5 +93,8 @@ QUICK = Plan(
     speculative_clips=1,
     latency_requests=1,
     load=((1, 1), (4, 4)),
+    concurrency_requests=4,
+    concurrency_repeats=1,
+    concurrency_variants=("mc1_threads1", "mc2_threads1"),
     long_speech_s=6.0,
 )

@@ -157,6 +157,22 @@ def _serving(entry: dict) -> list[str]:
     return rows
 
 
+def _concurrency(entry: dict) -> list[str]:
+    rows = [f"{entry['model']}, {entry['clip']} ({entry['clip_s']} s), {entry['requests_at_once']} requests at once "
+            f"per round, median of {entry['repeats']} rounds; failed requests: {entry['failed_requests']}.", "",
+            "| MAX_CONCURRENCY | threads per decode | requests / wall-minute | requests / CPU-minute "
+            "| server CPU s / request | RSS after load MiB | after first use MiB | peak MiB |",
+            "|---|---|---|---|---|---|---|---|"]
+    for variant in entry["variants"].values():
+        rows.append(f"| {variant['max_concurrency']} | {variant['cpu_threads']} | {variant['per_wall_minute']} | "
+                    f"{variant['per_cpu_minute']} | {variant['cpu_s_per_request']} | {variant['rss_after_load_mib']} | "
+                    f"{variant['rss_after_first_use_mib']} | {variant['peak_rss_mib']} |")
+    growth = [f"{step} workers: {values['rss_after_load_mib']} MiB after load, {values['rss_after_first_use_mib']} MiB "
+              "once every worker has decoded" for step, values in entry["rss_per_extra_worker_mib"].items()]
+    rows += ["", "RSS per extra worker (one thread each), " + "; ".join(growth) + "."]
+    return rows
+
+
 SECTIONS = (
     ("overhead", "1. Handler overhead (same audio, settings and weights; greedy, segment timestamps)", _overhead),
     ("precision", "2. Backends, precision, batching, beam size, timestamps (CPU)", _precision),
@@ -165,6 +181,7 @@ SECTIONS = (
     ("diarization", "5. Diarization share and the speaker merge", _diarization),
     ("scaling", "6. Scaling with audio length (ctranslate2, int8, one process per length)", _scaling),
     ("serving", "7. Short-request latency and load test (server on loopback)", _serving),
+    ("concurrency", "9. Requests at once: MAX_CONCURRENCY 1 vs 2 (server on loopback, issue 16)", _concurrency),
 )
 
 

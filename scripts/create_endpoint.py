@@ -1,10 +1,13 @@
 """Create a Hugging Face Inference Endpoint for this handler with ``huggingface_hub.create_inference_endpoint``.
 
-    python scripts/create_endpoint.py NAME --repository USER/REPO [--image URL] [--dry-run] [options]
+    scripts/make_endpoint_repo.sh out/endpoint
+    python -m scripts.create_endpoint NAME --repository USER/REPO --push out/endpoint [--dry-run] [options]
 
 Two ways to run it:
-- the managed toolkit (default): REPO holds this project (handler.py at the top, requirements.txt);
-  task and framework "custom";
+- the managed toolkit (default): REPO holds the endpoint repository that scripts/make_endpoint_repo.sh
+  writes (handler.py at the top, requirements.txt, the model files); ``--push DIR`` uploads DIR to REPO
+  first (a private repository is created when there is none; files that DIR no longer has are removed
+  from it) and pins the endpoint to the commit it made; task and framework "custom";
 - a custom container (``--image``): the Dockerfile's image, which serves on ``--port`` (8080) with
   ``/health`` as its health route; REPO is mounted at /repository.
 
@@ -13,8 +16,8 @@ The model settings travel in ``env``: every ModelSettings / ServerSettings varia
 environment or ``hf auth login``) goes in ``secrets``, never in ``env``, and authenticates the call.
 Scale-to-zero is on by default (``--min-replica 0``, ``--scale-to-zero-timeout 15`` minutes).
 
-``--dry-run`` prints the HTTP request huggingface_hub would send (token and secrets masked) and sends
-nothing. ``--endpoints-api URL`` replaces the Inference Endpoints API address, which HF_ENDPOINT does not
+``--dry-run`` prints the HTTP request huggingface_hub would send (token and secrets masked) and, with
+``--push``, the files it would upload, and sends nothing. ``--endpoints-api URL`` replaces the Inference Endpoints API address, which HF_ENDPOINT does not
 change (huggingface_hub hard-codes it); tests point both at a recording server on loopback.
 """
 
@@ -26,9 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from config import ModelSettings  # noqa: E402
+from whisper_endpoint.config import ModelSettings  # noqa: E402
 from whisper_endpoint.serving.settings import ServerSettings  # noqa: E402
 
 SECRET_NAMES = ("HF_TOKEN", "HF_HUB_TOKEN")
@@ -121,11 +122,38 @@ def _fake_endpoint(name: str, namespace: str, arguments: dict) -> dict:
     }
 
 
+def push(folder: Path, repository: str, token: str) -> str:
+    """Upload the endpoint repository as it is in ``folder``; the id of the commit that holds it."""
+    from huggingface_hub import HfApi
+
+    api = HfApi(token=token)
+    api.create_repo(repository, private=True, exist_ok=True)
+    commit = api.upload_folder(
+        repo_id=repository, folder_path=folder, delete_patterns="*",  # the Hub copy becomes exactly folder
+        commit_message="whisper-endpoint: repository from scripts/make_endpoint_repo.sh",
+    )
+    return commit.oid
+
+
+def push_plan(folder: Path) -> dict:
+    """What --push would upload (for --dry-run)."""
+    files = sorted(path for path in folder.rglob("*") if path.is_file())
+    return {"push": str(folder), "files": len(files), "megabytes": round(sum(p.stat().st_size for p in files) / 1e6, 1),
+            "paths": [str(path.relative_to(folder)) for path in files]}
+
+
+def check_push_folder(folder: Path) -> None:
+    if not (folder / "handler.py").is_file() or not (folder / "requirements.txt").is_file():
+        raise SystemExit(f"--push {folder}: not an endpoint repository (scripts/make_endpoint_repo.sh writes one)")
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("name", help="endpoint name")
     parser.add_argument("--repository", required=True, help="Hub repository with this project (or the model)")
-    parser.add_argument("--revision")
+    parser.add_argument("--revision", help="commit or branch to serve (default: the commit --push made, else main)")
+    parser.add_argument("--push", type=Path, metavar="DIR",
+                        help="upload DIR (scripts/make_endpoint_repo.sh's output) to --repository first")
     parser.add_argument("--namespace", help="user or organization (default: the token's user)")
     parser.add_argument("--image", help="custom container image URL (the Dockerfile's); default: managed toolkit")
     parser.add_argument("--port", type=int, default=8080, help="custom container's port")
@@ -151,13 +179,20 @@ def main(argv: list[str] | None = None) -> int:
     if args.endpoints_api:
         constants.INFERENCE_ENDPOINTS_ENDPOINT = args.endpoints_api.rstrip("/")
     token = get_token()
-    arguments = endpoint_arguments(args, token)
+    if args.push:
+        check_push_folder(args.push)
     if args.dry_run:
-        print(mask(json.dumps(dry_run(args.name, arguments, token), indent=2), [token]))
+        requests = dry_run(args.name, endpoint_arguments(args, token), token)
+        print(mask(json.dumps(([push_plan(args.push)] if args.push else []) + requests, indent=2), [token]))
         return 0
     if token is None:
         print("error: no Hugging Face token: set HF_TOKEN or run `hf auth login`", file=sys.stderr)
         return 2
+    if args.push:
+        commit = push(args.push, args.repository, token)
+        print(f"pushed {args.push} to {args.repository} at {commit}")
+        args.revision = args.revision or commit
+    arguments = endpoint_arguments(args, token)
     endpoint = create_inference_endpoint(args.name, **arguments, token=token)
     print(f"created {endpoint.namespace}/{endpoint.name}: {endpoint.status}")
     return 0

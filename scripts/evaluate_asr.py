@@ -1,6 +1,6 @@
 """WER/CER through the handler vs faster-whisper called directly, same model and settings.
 
-    .venv/bin/python scripts/evaluate_asr.py [--models tiny.en base] [--out results.json]
+    .venv/bin/python -m scripts.evaluate_asr [--models tiny.en base] [--out results.json]
 
 English: the 30 clips of ../shared/audio/clips (WER). Japanese: ../shared/audio/ja (CER), and the
 13.4 min Dutch ../shared/audio/long (WER), multilingual models only.
@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 AUDIO = ROOT.parent / "shared" / "audio"
 
 
@@ -41,10 +40,10 @@ _raw_models: dict = {}
 
 
 def evaluate(name: str) -> dict:
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from scripts.metrics import cer, wer
     from whisper_endpoint import embedded
-    from whisper_endpoint.metrics import cer, wer
+    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.handler import EndpointHandler
 
     settings = ModelSettings(asr_model=f"embedded:{name}")
     handler = EndpointHandler(settings=settings)

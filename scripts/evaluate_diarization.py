@@ -1,6 +1,6 @@
 """DER of the embedded diarization pipeline, from the first untuned assembly to the current defaults.
 
-    .venv/bin/python scripts/evaluate_diarization.py [--out results/diarization_quality.json] [--threads 1]
+    .venv/bin/python -m scripts.evaluate_diarization [--out results/diarization_quality.json] [--threads 1]
 
 Files: every dialogue in ../shared/audio/dialogues, pyannote's own sample (inside the pyannote.audio
 wheel) and the Japanese meeting in ../shared/audio/ja, each with RTTM ground truth. DER as
@@ -27,7 +27,6 @@ from pathlib import Path
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
 COLLAR = 0.25
 

@@ -1,6 +1,6 @@
 """Who said what: DER of the embedded diarizer and cpWER of our merge vs the reference handler's.
 
-    .venv/bin/python scripts/evaluate_speaker_attribution.py [--out results/speaker_attribution.json]
+    .venv/bin/python -m scripts.evaluate_speaker_attribution [--out results/speaker_attribution.json]
                                                             [--files flite_meeting ...] [--threads N]
 
 For every file with ground truth (the dialogues, pyannote's sample, and, never tuned on, the
@@ -31,11 +31,9 @@ from pathlib import Path
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
 AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
 
-from evaluate_diarization import read_rttm, score, shown  # noqa: E402  (same DER scoring)
+from scripts.evaluate_diarization import read_rttm, score, shown  # noqa: E402  (same DER scoring)
 
 # name: (audio, language, scored by characters, tuned on)
 FILES = {
@@ -80,11 +78,10 @@ def by_speaker(items) -> dict[str, str]:
 def evaluate(names: list[str]) -> dict:
     import numpy as np
 
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from scripts.metrics import cp_error_rate
     from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.backends.base import DecodeOptions
-    from whisper_endpoint.metrics import cp_error_rate
+    from whisper_endpoint.config import InferenceConfig, ModelSettings
+    from whisper_endpoint.handler import EndpointHandler
     from whisper_endpoint.speaker_merge import merge_speakers
 
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", diarization_model="embedded"))
@@ -114,7 +111,7 @@ def evaluate(names: list[str]) -> dict:
         truth_json = path.with_suffix(".json")
         if truth_json.exists():
             started = time.perf_counter()
-            transcript = handler.asr.transcribe(samples, DecodeOptions(language=language, timestamps="word"))
+            transcript = handler.asr.transcribe(samples, InferenceConfig(language=language, return_timestamps="word"))
             row["asr_seconds"] = round(time.perf_counter() - started, 1)
             truth_turns = json.loads(truth_json.read_text())["turns"]
             truth = by_speaker(truth_turns)
@@ -168,7 +165,7 @@ def markdown_table(result: dict) -> str:
 
 def _asr_error(truth_turns: list[dict], transcript, characters: bool) -> float:
     """The transcript's own WER (CER), speakers ignored: about what a perfect attribution would reach."""
-    from whisper_endpoint.metrics import cer, wer
+    from scripts.metrics import cer, wer
 
     reference = " ".join(turn["text"] for turn in truth_turns)
     hypothesis = " ".join(segment.text.strip() for segment in transcript.segments)

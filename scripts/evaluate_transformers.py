@@ -1,6 +1,6 @@
 """The transformers backend on converted weights, against faster-whisper and the raw pipeline.
 
-    .venv/bin/python scripts/evaluate_transformers.py [--models tiny.en base] [--out results.json]
+    .venv/bin/python -m scripts.evaluate_transformers [--models tiny.en base] [--out results.json]
 
 For each model, on the 30 clips of ../shared/audio/clips, greedy (beam 1), no timestamps, fp32 CPU:
 - the handler with ASR_BACKEND=transformers (converted weights, faster-whisper's feature padding);
@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 CLIPS = ROOT.parent / "shared" / "audio" / "clips"
 
 
@@ -37,12 +36,12 @@ def evaluate(name: str) -> dict:
     from faster_whisper import WhisperModel
     from transformers import WhisperFeatureExtractor, pipeline
 
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from scripts.metrics import wer
     from whisper_endpoint import embedded
     from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.convert import converted_model_dir
-    from whisper_endpoint.metrics import wer
+    from whisper_endpoint.handler import EndpointHandler
 
     settings = ModelSettings(asr_model=f"embedded:{name}", asr_backend="transformers")
     handler = EndpointHandler(settings=settings)

@@ -1,8 +1,8 @@
 """Fuzz the handler with mutated audio files and JSON bodies for a set time; record every crash.
 
-    OMP_NUM_THREADS=1 .venv/bin/python scripts/fuzz.py [--minutes 10] [--seed 0] [--model embedded:tiny.en]
+    OMP_NUM_THREADS=1 .venv/bin/python -m scripts.fuzz [--minutes 10] [--seed 0] [--model embedded:tiny.en]
                                                        [--out results/fuzz.json] [--crash-dir DIR]
-    OMP_NUM_THREADS=1 .venv/bin/python scripts/fuzz.py --replay DIR    # rerun saved crash inputs
+    OMP_NUM_THREADS=1 .venv/bin/python -m scripts.fuzz --replay DIR    # rerun saved crash inputs
 
 Seeds: the corpus' audio (tests/bad_inputs.py: the test clip in several containers and rates, 5.1,
 telephone audio, silence, a decompression bomb, a video-only file) and JSON bodies (base64 audio,
@@ -12,7 +12,7 @@ damage) and goes the way a request goes: a JSON body through the server's own pa
 (``payloads.toolkit_payload``), then the handler with MAX_AUDIO_SECONDS = 30.
 
 A crash is any exception other than the project's documented client errors (``ClientError``: the
-4xx family in whisper_endpoint/errors.py and serving/errors.py). Crashes are written to the
+4xx family in whisper_endpoint/errors.py and adapters/errors.py). Crashes are written to the
 report with their traceback, and their inputs to --crash-dir for replay.
 """
 
@@ -31,7 +31,6 @@ import traceback
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
@@ -39,8 +38,8 @@ LIMIT_S = 30.0
 
 
 def audio_seeds() -> dict[str, bytes]:
-    import bad_inputs as corpus
-    from conftest import encode
+    from tests import bad_inputs as corpus
+    from tests.conftest import encode
 
     clip = corpus.clip_samples()
     seeds = {"flac": corpus.clip_bytes(), "mulaw8k.wav": corpus.wav(corpus.at_rate(8000), 8000, "pcm_mulaw"),
@@ -55,7 +54,7 @@ def audio_seeds() -> dict[str, bytes]:
 
 
 def json_seeds(audio: dict[str, bytes]) -> list[dict]:
-    import bad_inputs as corpus
+    from tests import bad_inputs as corpus
 
     short = corpus.clip_samples()[:8000]
     return [
@@ -119,7 +118,7 @@ def random_value(rng: random.Random, depth: int = 0):
 
 
 def mutate_json(rng: random.Random, body: dict, audio: list[bytes]) -> object:
-    from config import InferenceConfig
+    from whisper_endpoint.config import InferenceConfig
 
     out = copy.deepcopy(body)
     for _ in range(rng.choice([1, 1, 2, 3])):
@@ -155,7 +154,7 @@ def mutate_json(rng: random.Random, body: dict, audio: list[bytes]) -> object:
 
 def request(handler, body: bytes, is_json: bool) -> dict:
     """One input the way the server takes it: body parsing, then the handler."""
-    from whisper_endpoint.serving.payloads import toolkit_payload
+    from whisper_endpoint.adapters.payloads import toolkit_payload
 
     return handler(toolkit_payload(body, "application/json" if is_json else "audio/flac", {}))
 
@@ -185,9 +184,9 @@ def main() -> int:
     parser.add_argument("--replay", type=Path, help="run the saved inputs of a crash directory once and stop")
     args = parser.parse_args()
 
-    from config import ModelSettings
-    from handler import EndpointHandler
+    from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.errors import ClientError
+    from whisper_endpoint.handler import EndpointHandler
 
     handler = EndpointHandler(settings=ModelSettings(asr_model=args.model, max_audio_seconds=LIMIT_S))
     if args.replay:

@@ -1,6 +1,6 @@
 """Load a running server: N requests of one clip from C threads; latency, throughput, errors, memory.
 
-    python scripts/load_test.py [--url http://127.0.0.1:8080] [--file CLIP] [--requests 200]
+    python -m scripts.load_test [--url http://127.0.0.1:8080] [--file CLIP] [--requests 200]
                                 [--concurrency 8] [--route /predict] [--pid SERVER_PID]
 
 Each request posts the clip as a binary body. Latency is measured per request from send to full

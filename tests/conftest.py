@@ -1,7 +1,6 @@
 import io
 import json
 import os
-import sys
 from pathlib import Path
 
 import av
@@ -9,7 +8,6 @@ import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # Tests may only reach loopback: live servers, the SageMaker worker, the Ray cluster (pytest-socket
@@ -68,14 +66,14 @@ def encode(samples: np.ndarray, rate: int, container: str, codec: str, channels:
 @pytest.fixture(scope="session")
 def clip() -> bytes:
     """The serving tests' clip (serving_helpers.CLIP) as a file's bytes."""
-    from serving_helpers import CLIP
+    from tests.serving_helpers import CLIP
 
     return read_clip(CLIP)
 
 
 @pytest.fixture(scope="session")
 def settings_factory(tmp_path_factory):
-    from config import ModelSettings
+    from whisper_endpoint.config import ModelSettings
 
     cache = Path(os.environ.get("TEST_MODEL_CACHE", Path.home() / ".cache" / "whisper-endpoint"))
 
@@ -87,13 +85,22 @@ def settings_factory(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_handler(settings_factory):
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en"))
 
 
 @pytest.fixture(scope="session")
 def base_handler(settings_factory):
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(settings=settings_factory(asr_model="embedded:base"))
+
+
+@pytest.fixture(scope="session")
+def diarizing_handler(settings_factory):
+    """tiny.en with the embedded diarization, on two CTranslate2 workers (requests may run at once)."""
+    from whisper_endpoint.handler import EndpointHandler
+
+    settings = settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded", num_workers=2)
+    return EndpointHandler(settings=settings)

@@ -5,8 +5,8 @@ import wave
 
 import numpy as np
 import pytest
-from conftest import CLIPS, decode_reference, encode
 
+from tests.conftest import CLIPS, decode_reference, encode
 from whisper_endpoint.audio import TARGET_RATE, decode_file, from_array
 from whisper_endpoint.errors import EmptyAudioError, InvalidInputError, PayloadTooLargeError, UndecodableAudioError
 

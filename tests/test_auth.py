@@ -10,8 +10,8 @@ import openai
 import pytest
 import requests
 from pydantic import ValidationError
-from serving_helpers import TEXT, live_server
 
+from tests.serving_helpers import TEXT, live_server
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.app import create_app

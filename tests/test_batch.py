@@ -14,8 +14,8 @@ from pathlib import Path
 
 import jiwer
 import pytest
-from conftest import CLIPS, ROOT, clip_refs
 
+from tests.conftest import CLIPS, ROOT, clip_refs
 from whisper_endpoint.batch import InputError, collect, run_batch
 from whisper_endpoint.batch.outputs import write_atomic
 

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from tests.conftest import ROOT
 
-ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling", "diarization"}
+ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling", "diarization", "concurrency"}
 # Two processes at once, one per core (timings mean nothing here; the GPU script's CPU run goes
 # alongside), then --merge joins their results: the run fits the smoke test's minute, and the merge
 # used for split runs is exercised too.
-GROUPS = (("overhead", "speculative", "diarization"), ("serving", "precision", "batching", "scaling"))
+GROUPS = (("overhead", "speculative", "diarization", "batching"), ("serving", "precision", "scaling", "concurrency"))
 
 
 GPU_SCRIPT = ["bench/gpu_transformers.py", "--size", "tiny", "--device", "cpu", "--batch-sizes", "1", "2",
@@ -110,6 +110,16 @@ def test_other_items_measure_what_they_claim(quick_run):
     assert 0 < stages["diarization/segmentation"] + stages["diarization/embeddings"] <= stages["diarization"]
     assert diarization["lengths"][0]["peak_rss_mib"] >= diarization["lengths"][0]["rss_after_load_mib"] > 0
     assert diarization["real_time"]["real_time_factor"] > 0
+
+
+def test_concurrency_item_serves_one_and_two_at_once(quick_run):
+    entry = json.loads((quick_run.out / "benchmarks.json").read_text())["items"]["concurrency"]
+    assert entry["failed_requests"] == 0
+    assert {(v["max_concurrency"], v["cpu_threads"]) for v in entry["variants"].values()} == {(1, 1), (2, 1)}
+    for variant in entry["variants"].values():
+        assert variant["per_wall_minute"] > 0 and variant["per_cpu_minute"] > 0
+        assert variant["peak_rss_mib"] >= variant["rss_after_first_use_mib"] > 0
+    assert set(entry["rss_per_extra_worker_mib"]) == {"1->2"}
 
 
 def test_plot_and_table_come_from_the_results(quick_run):

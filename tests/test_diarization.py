@@ -4,16 +4,15 @@ import json
 from collections import Counter
 
 import pytest
-from conftest import SHARED_AUDIO, read_clip
+
+from tests.conftest import SHARED_AUDIO, read_clip
 
 MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
 
 
 @pytest.fixture(scope="module")
-def diarizing(settings_factory):
-    from handler import EndpointHandler
-
-    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded"))
+def diarizing(diarizing_handler):
+    return diarizing_handler
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +70,24 @@ def test_silence_gives_no_speakers_and_no_error(diarizing):
     # No turns: whatever Whisper made of the silence still comes back, under one label, nothing lost.
     assert " ".join(run["text"] for run in result["speakers"]).split() == result["text"].split()
     assert len({run["speaker"] for run in result["speakers"]}) <= 1
+
+
+def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):
+    """Multichannel with diarize_channels: the first 10 s of the meeting (two voices) on the left, a
+    clip (one voice) on the right; speakers and turns carry the channel's name."""
+    import numpy as np
+
+    from tests.conftest import CLIPS, decode_reference
+
+    left = decode_reference(MEETING)[: 10 * 16000]
+    clip = decode_reference(CLIPS / "asterisk_vm-next.flac")
+    right = np.zeros_like(left)
+    right[6 * 16000 : 6 * 16000 + len(clip)] = clip
+    result = diarizing({"inputs": {"array": np.stack([left, right]).tolist()},
+                        "parameters": {"multichannel": True, "diarize_channels": True, "channel_names": "room,phone",
+                                       "return_speaker_turns": True}})
+    labels = [(run["channel"], run["speaker"]) for run in result["speakers"]]
+    assert {label for channel, label in labels if channel == 0} == {"room:SPEAKER_00", "room:SPEAKER_01"}
+    assert {label for channel, label in labels if channel == 1} == {"phone:SPEAKER_00"}
+    assert {turn["speaker"].split(":")[0] for turn in result["speaker_turns"]} == {"room", "phone"}
+    assert "words" not in result["speakers"][0]  # asked for by the channel flow, not by the request

@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
 
+from tests.conftest import ROOT
 from whisper_endpoint.diarization import Diarization, load_diarizer
 from whisper_endpoint.errors import InvalidParameterError, ModelLoadError
 from whisper_endpoint.results import SpeakerTurn

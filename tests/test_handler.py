@@ -5,8 +5,9 @@ import json
 
 import numpy as np
 import pytest
-from conftest import CLIPS, clip_refs, decode_reference, encode, read_clip
 
+from scripts.metrics import normalize, wer
+from tests.conftest import CLIPS, clip_refs, decode_reference, encode, read_clip
 from whisper_endpoint.errors import (
     EmptyAudioError,
     InvalidInputError,
@@ -15,7 +16,6 @@ from whisper_endpoint.errors import (
     UndecodableAudioError,
     UnsupportedOptionError,
 )
-from whisper_endpoint.metrics import normalize, wer
 
 CLIP = "asterisk_vm-next.flac"
 
@@ -181,23 +181,24 @@ def test_handler_keeps_working_after_errors(tiny_handler):
 
 
 def test_japanese_with_the_multilingual_base_model(base_handler):
-    from conftest import SHARED_AUDIO
+    from tests.conftest import SHARED_AUDIO
 
     meeting = json.loads((SHARED_AUDIO / "ja" / "kokoro_ja_meeting.json").read_text())
     reference = "".join(turn["text"] for turn in meeting["turns"])
     data = (SHARED_AUDIO / "ja" / "kokoro_ja_meeting.flac").read_bytes()
     detected = base_handler({"inputs": data, "parameters": {"return_timestamps": "none"}})
     named = base_handler({"inputs": data, "parameters": {"language": "japanese", "return_timestamps": "none"}})
-    from whisper_endpoint.metrics import cer
+    from scripts.metrics import cer
 
     assert detected["language"] == "ja" and named["language"] == "ja"
     assert cer([reference], [named["text"]]) < 0.15
     assert "アプリの公開" in named["text"]
-    # With timestamps, batched decoding stops the first window early (17% CER, as faster-whisper's own
-    # batched pipeline): the second pass over that window's remainder (backends/windows.py) recovers it.
+    # With timestamps, batched decoding can stop a window early (faster-whisper 1.2.1's batched pipeline drops
+    # "テストが順調なら" here): the second pass over that window's remainder (backends/windows.py) keeps it.
+    # Only our own behaviour is asserted; whether upstream still drops it is not this suite's business.
     stamped = {recover: base_handler({"inputs": data, "parameters": {"language": "ja", "recover_dropped_speech": recover}})
                for recover in (True, False)}
     assert stamped[True]["decoding"]["remainders_decoded_again"] >= 1
     assert stamped[False]["decoding"]["remainders_decoded_again"] == 0
-    assert cer([reference], [stamped[True]["text"]]) < 0.15 < cer([reference], [stamped[False]["text"]])
-    assert "順調" in stamped[True]["text"] and "順調" not in stamped[False]["text"]  # テストが順調なら
+    assert cer([reference], [stamped[True]["text"]]) < 0.15
+    assert "順調" in stamped[True]["text"]  # テストが順調なら

@@ -18,10 +18,10 @@ import textwrap
 import psutil
 import pytest
 import requests
-from bad_inputs import ANY, HTTP_CASES, LIMIT_S, PAYLOAD_CASES, TEXT, Case, clip_bytes
-from conftest import ROOT
-from serving_helpers import live_server
 
+from tests.bad_inputs import ANY, HTTP_CASES, LIMIT_S, PAYLOAD_CASES, TEXT, Case, clip_bytes
+from tests.conftest import ROOT
+from tests.serving_helpers import live_server
 from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
@@ -128,7 +128,7 @@ def rss_mb() -> float:
 
 
 def test_live_server_corpus_statuses_liveness_and_memory(server):
-    from test_server import BAD_INPUTS  # the serving tests' table: proved again here, not rebuilt
+    from tests.test_server import BAD_INPUTS  # the serving tests' table: proved again here, not rebuilt
 
     for _ in range(2):  # warm up: buffers, thread pool, first decodes
         assert valid_request_succeeds(server.url)
@@ -156,9 +156,8 @@ def test_live_server_corpus_statuses_liveness_and_memory(server):
 
 BOMB_SCRIPT = textwrap.dedent("""
     import base64, json, resource, sys
-    sys.path[:0] = [sys.argv[1], sys.argv[1] + "/tests"]
-    from bad_inputs import flac_silence
-    from config import ModelSettings
+    from tests.bad_inputs import flac_silence
+    from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.errors import PayloadTooLargeError
     from whisper_endpoint.request import parse_request
 
@@ -177,7 +176,7 @@ BOMB_SCRIPT = textwrap.dedent("""
 
 def test_decompression_bomb_is_refused_with_default_settings_before_memory_grows():
     # A fresh process, so that its peak memory (ru_maxrss) is this request's alone.
-    run = subprocess.run([sys.executable, "-c", BOMB_SCRIPT, str(ROOT)], capture_output=True, text=True,
+    run = subprocess.run([sys.executable, "-c", BOMB_SCRIPT], cwd=ROOT, capture_output=True, text=True,
                          timeout=120, env={"OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"})
     assert run.returncode == 0, run.stderr[-2000:]
     result = json.loads(run.stdout.splitlines()[-1])

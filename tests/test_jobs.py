@@ -20,9 +20,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
-from conftest import ROOT, SHARED_AUDIO
-from serving_helpers import TEXT, free_port, live_server, wait_until
 
+from tests.conftest import ROOT, SHARED_AUDIO
+from tests.serving_helpers import TEXT, free_port, live_server, wait_until
 from whisper_endpoint.jobs import JobSettings, JobStore
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings

@@ -2,7 +2,7 @@
 
 import pytest
 
-from whisper_endpoint.metrics import cp_error_rate
+from scripts.metrics import cp_error_rate
 
 REFERENCE = {"alice": "good morning everyone", "bob": "hello there"}
 

@@ -8,8 +8,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import CLIPS, ROOT, clip_refs
 
+from tests.conftest import CLIPS, ROOT, clip_refs
 from whisper_endpoint import embedded
 from whisper_endpoint.backends import asr_reference
 from whisper_endpoint.errors import ModelLoadError

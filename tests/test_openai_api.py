@@ -6,10 +6,10 @@ import json
 
 import openai
 import pytest
-from conftest import read_clip
-from serving_helpers import CLIP, TEXT, live_server
 
-from whisper_endpoint.serving import openai_formats
+from tests.conftest import read_clip
+from tests.serving_helpers import CLIP, TEXT, live_server
+from whisper_endpoint import formats
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
@@ -78,7 +78,7 @@ def test_verbose_json_segments(client, audio):
     [segment] = result.segments
     assert (segment.id, segment.start, segment.end, segment.text.strip()) == (0, 0.0, pytest.approx(1.801), TEXT)
     # What the handler cannot know is null, not made up.
-    assert all(getattr(segment, name) is None for name in openai_formats.UNKNOWN_SEGMENT_FIELDS)
+    assert all(getattr(segment, name) is None for name in formats.openai.UNKNOWN_SEGMENT_FIELDS)
     assert result.words is None
 
 
@@ -157,7 +157,35 @@ def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, audio):
 def test_subtitle_formatting():
     lines = [(3725.5, 3726.0004, "a < b & c", "A"), (0.0, 0.0, "   ", None)]
     result = {"speakers": [], "chunks": [{"text": text, "timestamp": [s, e]} for s, e, text, _ in lines]}
-    cues = openai_formats.cues(result)
+    cues = formats.cues(result)
     assert cues == [(3725.5, 3726.0004, "a < b & c", None)]  # blank cues dropped
-    assert openai_formats.srt(cues) == "1\n01:02:05,500 --> 01:02:06,000\na < b & c\n"
-    assert openai_formats.vtt(cues) == "WEBVTT\n\n01:02:05.500 --> 01:02:06.000\na &lt; b &amp; c\n"
+    assert formats.subtitles.srt(cues) == "1\n01:02:05,500 --> 01:02:06,000\na < b & c\n"
+    assert formats.subtitles.vtt(cues) == "WEBVTT\n\n01:02:05.500 --> 01:02:06.000\na &lt; b &amp; c\n"
+
+
+def test_openapi_documents_every_openai_form_field(client):
+    import requests
+
+    schema = requests.get(str(client.base_url).removesuffix("/v1/") + "/openapi.json", timeout=10).json()
+    for path in ("/v1/audio/transcriptions", "/v1/audio/translations"):
+        body = schema["paths"][path]["post"]["requestBody"]["content"]["multipart/form-data"]["schema"]
+        fields = schema["components"]["schemas"][body["$ref"].rsplit("/", 1)[1]]["properties"]
+        assert {"file", "model", "language", "prompt", "response_format", "temperature", "stream"} <= set(fields)
+        assert "timestamp_granularities[]" in fields or "timestamp_granularities" in fields
+
+
+def test_an_oversized_form_is_refused_while_it_arrives(client):
+    """A chunked upload (no Content-Length to refuse up front) that passes MAX_BODY_BYTES (25 MB) and then
+    waits: the 413 comes while the body is still incomplete, so the limit holds as the bytes arrive."""
+    import socket
+
+    host, port = str(client.base_url).removeprefix("http://").split("/")[0].split(":")
+    head = (f"POST /v1/audio/transcriptions HTTP/1.1\r\nHost: {host}\r\nTransfer-Encoding: chunked\r\n"
+            "Content-Type: multipart/form-data; boundary=x\r\n\r\n").encode()
+    piece = b"\0" * (1 << 20)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        sock.sendall(head)
+        for _ in range(26):  # 26 MB, and never the closing chunk
+            sock.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+        reply = sock.recv(4096).decode(errors="replace")
+    assert reply.startswith("HTTP/1.1 413") and "body_too_large" in reply, reply[:300]

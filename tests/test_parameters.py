@@ -1,8 +1,12 @@
-"""Request parameters and settings: validation that names the problem and the valid values."""
+"""Request parameters and settings: validation that names the problem and the valid values; one schema,
+read by the flow and documented by the README."""
+
+import re
+from pathlib import Path
 
 import pytest
 
-from config import InferenceConfig, ModelSettings
+from whisper_endpoint.config import InferenceConfig, ModelSettings
 from whisper_endpoint.errors import InvalidParameterError
 from whisper_endpoint.request import parse_parameters
 
@@ -94,3 +98,50 @@ def test_bad_setting_is_rejected(monkeypatch):
     monkeypatch.setenv("COMPUTE_TYPE", "int4")
     with pytest.raises(ValueError, match="compute_type"):
         ModelSettings()
+
+
+# --- one schema: every field is read by the flow, and the README's table says what the schema says ----------
+
+PACKAGE = Path(__file__).resolve().parents[1] / "whisper_endpoint"
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def _flow_source() -> str:
+    return "\n".join(path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py") if path.name != "config.py")
+
+
+def test_every_request_field_is_read_by_the_flow_or_declared_route_only():
+    source = _flow_source()
+    unread = [name for name in InferenceConfig.model_fields
+              if name not in InferenceConfig.ROUTE_ONLY
+              and not re.search(rf"\.{name}\b|[\"']{name}[\"']", source)]
+    assert unread == [], f"fields nothing reads (use them, or declare them in InferenceConfig.ROUTE_ONLY): {unread}"
+
+
+def _readme_rows() -> dict[str, str]:
+    """name -> default cell of the README's parameter table."""
+    table = README.read_text(encoding="utf-8").split("### Parameters (`InferenceConfig`)", 1)[1].split("\n### ", 1)[0]
+    rows = {}
+    for line in table.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and cells[0].startswith("`"):
+            for name in re.findall(r"`(\w+)`", cells[0]):
+                rows[name] = cells[1]
+    return rows
+
+
+def _shown(default) -> set[str]:
+    """How the README writes a default: ``None`` as none or detect, booleans in lower case."""
+    if default is None:
+        return {"none", "detect"}
+    if isinstance(default, bool):
+        return {str(default).lower()}
+    return {str(default)}
+
+
+def test_the_readme_parameter_table_matches_the_schema():
+    rows = _readme_rows()
+    assert set(rows) == set(InferenceConfig.model_fields), "README parameter table vs InferenceConfig fields"
+    wrong = {name: (rows[name], field.default) for name, field in InferenceConfig.model_fields.items()
+             if rows[name].split()[0].strip("`") not in _shown(field.default)}
+    assert wrong == {}, "README defaults that differ from the schema's"

@@ -15,9 +15,9 @@ import traceback
 
 import pytest
 import requests
-from conftest import read_clip
-from serving_helpers import CLIP, live_server, wait_until
 
+from tests.conftest import read_clip
+from tests.serving_helpers import CLIP, live_server, wait_until
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
@@ -47,7 +47,7 @@ def secrets_env(monkeypatch):
 
 def failed_load(settings_factory, **values):
     """A handler load that fails, with the token set: what its exception shows."""
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     def load():
         return EndpointHandler(settings=settings_factory(hf_token=HF_SECRET, **values))
@@ -70,7 +70,7 @@ def test_no_secret_in_any_log_or_response(secrets_env, settings_factory, tiny_ha
     seen: list[str] = []
     jobs = JobSettings(db=tmp_path / "jobs.sqlite")
 
-    from config import ModelSettings
+    from whisper_endpoint.config import ModelSettings
 
     settings = ModelSettings()
     seen += [repr(settings), str(settings), settings.model_dump_json(), repr(ServerSettings())]

@@ -16,12 +16,11 @@ from pathlib import Path
 
 import pytest
 import requests
-from conftest import ROOT
-from serving_helpers import TEXT, free_port, live_server, wait_until
 
+from tests.conftest import ROOT
+from tests.serving_helpers import TEXT, free_port, live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
-
 
 
 @pytest.fixture(scope="module")
@@ -115,15 +114,15 @@ def test_inference_py_through_the_sagemaker_toolkit(clip, tmp_path):
     import mms  # noqa: F401
     import sagemaker_huggingface_inference_toolkit  # noqa: F401
 
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from package_sagemaker import build
+    from scripts.package_sagemaker import build
 
     archive = build(tmp_path / "model.tar.gz")
     model_dir = tmp_path / "model"
     with tarfile.open(archive) as tar:
         names = tar.getnames()
         tar.extractall(model_dir, filter="data")
-    assert {"code/inference.py", "code/requirements.txt", "code/handler.py", "code/config.py"} <= set(names)
+    assert {"code/inference.py", "code/requirements.txt", "code/requirements-runtime.txt", "code/handler.py",
+            "code/config.py"} <= set(names)
 
     words = json.dumps({"inputs": base64.b64encode(clip).decode(), "parameters": {"return_timestamps": "word"}})
     cases = [  # request, status, check

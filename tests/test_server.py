@@ -18,14 +18,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
-from conftest import clip_refs
 from pydantic import SecretStr
-from serving_helpers import CLIP, TEXT, LiveServer, live_server, wait_until
 
+from tests.conftest import clip_refs
+from tests.serving_helpers import CLIP, TEXT, LiveServer, live_server, wait_until
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
-
 
 
 @pytest.fixture(scope="module")

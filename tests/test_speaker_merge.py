@@ -6,6 +6,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from whisper_endpoint.formats.tables import to_rttm
 from whisper_endpoint.results import Segment, SpeakerTurn, Word
 from whisper_endpoint.speaker_merge import (
     NO_TURNS_SPEAKER,
@@ -15,7 +16,6 @@ from whisper_endpoint.speaker_merge import (
     segments_by_speaker,
     smooth,
     speaker_runs,
-    to_rttm,
 )
 
 NAN = float("nan")

@@ -9,8 +9,8 @@ import shutil
 
 import numpy as np
 import pytest
-from conftest import CLIPS, read_clip
 
+from tests.conftest import CLIPS, read_clip
 from whisper_endpoint import embedded
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.convert import converted_model_dir
@@ -21,7 +21,7 @@ THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-inval
 
 @pytest.fixture(scope="module")
 def tiny_tf(settings_factory):
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", asr_backend="transformers"))
 
@@ -67,7 +67,7 @@ def test_word_timestamps_from_alignment_heads(tiny_tf):
     starts = [w["timestamp"][0] for w in words]
     assert starts == sorted(starts) and all(s <= e <= result["duration"] for s, e in (w["timestamp"] for w in words))
     assert words[-1]["timestamp"][1] > 0.5 * result["duration"]  # spread over the clip, not bunched at 0
-    assert tiny_tf.asr.model.config._attn_implementation == tiny_tf.asr.attention  # switched back
+    assert tiny_tf.asr.model.config._attn_implementation == tiny_tf.asr.attention  # never switched: the twin ran
 
 
 def _joined(names, pause_s=1.0):
@@ -133,7 +133,7 @@ def _random_assistant(main_dir, out_dir, *, decoder_only: bool):
 
 @pytest.mark.parametrize("decoder_only", [True, False], ids=["decoder-only", "full-whisper"])
 def test_assisted_greedy_equals_unassisted_with_random_assistant(settings_factory, tmp_path, decoder_only):
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     assistant = _random_assistant(_converted(settings_factory, "base"), tmp_path, decoder_only=decoder_only)
     handler = EndpointHandler(settings=settings_factory(asr_model="embedded:base", assistant_model=str(assistant)))
@@ -157,7 +157,7 @@ def test_assisted_greedy_equals_unassisted_with_random_assistant(settings_factor
 
 
 def test_assistant_with_another_tokenizer_is_refused_at_load(settings_factory):
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     with pytest.raises(ModelLoadError, match="same tokenizer"):
         EndpointHandler(settings=settings_factory(asr_model="embedded:base", assistant_model="embedded:tiny.en"))

@@ -1,6 +1,7 @@
 """Transcribe local files through the same handler the endpoint serves.
 
-    python -m whisper_endpoint AUDIO [AUDIO...] [--json] [--param key=value ...] [--timeline DIR]
+    whisper-endpoint transcribe AUDIO [AUDIO...] [--json | --format srt] [--param key=value ...] [--timeline DIR]
+    (or: python -m whisper_endpoint ...)
 
 With DIARIZATION_MODEL set (e.g. ``embedded``), ``--timeline DIR`` also draws each file's speaker
 timeline (turns per speaker over time, with what they said) as DIR/<file name>.png.
@@ -11,22 +12,14 @@ Settings come from the environment as on an endpoint (ASR_MODEL, DIARIZATION_MOD
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
 
+from whisper_endpoint import formats
+from whisper_endpoint.adapters.http import dumps
+from whisper_endpoint.cli_options import parameter
 from whisper_endpoint.errors import EndpointError
-
-
-def _parameter(text: str) -> tuple[str, object]:
-    key, sep, value = text.partition("=")
-    if not sep:
-        raise argparse.ArgumentTypeError(f"--param expects key=value, got {text!r}")
-    try:
-        return key, json.loads(value)  # numbers, booleans, null
-    except ValueError:
-        return key, value
 
 
 def _print_text(path: str, result: dict) -> None:
@@ -50,19 +43,23 @@ def _draw(result: dict, path: str, folder: Path) -> Path:
                          duration=result["duration"], title=Path(path).name)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m whisper_endpoint", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("audio", nargs="+", help="audio files (any FFmpeg format)")
     parser.add_argument("--json", action="store_true", help="print the endpoint's JSON response")
-    parser.add_argument("--param", action="append", type=_parameter, default=[], help="request parameter key=value")
+    parser.add_argument("--format", choices=list(formats.FORMATS), help="print each result in this format instead")
+    parser.add_argument("--param", action="append", type=parameter, default=[], help="request parameter key=value")
     parser.add_argument("--timeline", type=Path, metavar="DIR", help="draw each file's speaker timeline as a PNG")
     args = parser.parse_args(argv)
     parameters = dict(args.param)
+    if args.format:  # what the format needs, unless asked otherwise
+        parameters = {"return_timestamps": formats.timestamps_for(args.format), **formats.parameters_for(args.format),
+                      **parameters}
     if args.timeline:
         parameters["return_speaker_turns"] = True
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
 
-    from handler import EndpointHandler
+    from whisper_endpoint.handler import EndpointHandler
 
     try:
         handler = EndpointHandler()
@@ -81,7 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.timeline and "speaker_turns" in result:
             print(f"timeline: {_draw(result, path, args.timeline)}", file=sys.stderr)
         if args.json:
-            print(json.dumps(result, ensure_ascii=False, indent=2))
+            print(dumps(result, indent=2))
+        elif args.format:
+            body = formats.render(result, args.format, formats.Context(file_id=Path(path).name)).body
+            print(body if isinstance(body, str) else dumps(body, indent=2), end="" if isinstance(body, str) else "\n")
         else:
             _print_text(path, result)
     return status

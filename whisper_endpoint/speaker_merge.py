@@ -33,7 +33,6 @@ each word looks only at the turns alive at its time.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -71,7 +70,7 @@ def assign_speakers(
     """One LabeledWord per word, in input order, with repaired times (rules 1-3)."""
     words = list(words)
     times, timed = _repair_times(words)
-    valid = _valid_turns(turns)
+    valid = valid_turns(turns)
     if not valid:
         return [LabeledWord(s, e, w.text, no_turns_speaker) for w, (s, e) in zip(words, times, strict=True)]
     sweep = _Sweep(valid)
@@ -162,16 +161,6 @@ def merge_speakers(
     return segments_by_speaker(segments, turns, duration=duration, no_turns_speaker=no_turns_speaker)
 
 
-def to_rttm(turns: Iterable[SpeakerTurn], file_id: str) -> str:
-    """Turns as RTTM lines (pyannote's format), sorted by start. Whitespace in the file id and in
-    labels becomes "_" (RTTM fields are space-separated); invalid turns are left out."""
-    uri = _no_spaces(file_id) or "audio"
-    return "".join(
-        f"SPEAKER {uri} 1 {t.start:.3f} {t.end - t.start:.3f} <NA> <NA> {_no_spaces(t.speaker)} <NA> <NA>\n"
-        for t in _valid_turns(turns)
-    )
-
-
 class _Sweep:
     """Turns sorted by start, walked once while word times move forward."""
 
@@ -245,7 +234,8 @@ def _borrow_from_neighbours(votes: list[tuple[str, float] | None]) -> None:
             carried = vote
 
 
-def _valid_turns(turns: Iterable[SpeakerTurn]) -> list[SpeakerTurn]:
+def valid_turns(turns: Iterable[SpeakerTurn]) -> list[SpeakerTurn]:
+    """Turns with finite, ordered times, sorted by start."""
     return sorted((t for t in turns if _usable(t.start, t.end)), key=lambda t: (t.start, t.end))
 
 
@@ -254,7 +244,3 @@ def _own_sentence(left: LabeledWord, word: LabeledWord, right: LabeledWord, paus
     if ends_sentence(left.text) or ends_sentence(word.text):
         return True
     return word.start - left.end >= pause_s and right.start - word.end >= pause_s
-
-
-def _no_spaces(text: str) -> str:
-    return re.sub(r"\s+", "_", str(text).strip())

@@ -19,7 +19,7 @@ def _ratio(result: dict, mine: str, theirs: str, key: str = "median_cpu_s") -> f
 def _summarise(result: dict, raw: str) -> dict:
     """Keep times, whether the texts match, and how much they differ (WER of the handler's text
     against the raw backend's); drop the transcripts themselves."""
-    from whisper_endpoint.metrics import wer
+    from scripts.metrics import wer
 
     texts = {name: entry.pop("result") for name, entry in result.items()}
     return {"variants": result, "same_text": len(set(texts.values())) == 1,

@@ -36,25 +36,37 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_server(model: str, log: Path):
+def start_server(model: str, log: Path, *, max_concurrency: int = 1, cpu_threads: int = THREADS):
+    """``server.py serve`` on a free loopback port, once /health says ready: (process, url)."""
+    process, url = launch_server(model, log, max_concurrency=max_concurrency, cpu_threads=cpu_threads)
+    wait_ready(process, url, log)
+    return process, url
+
+
+def launch_server(model: str, log: Path, *, max_concurrency: int = 1, cpu_threads: int = THREADS):
+    """Start ``server.py serve`` without waiting for it (several servers load at once): (process, url)."""
     port = _free_port()
-    env = {**os.environ, "ASR_MODEL": model, "PORT": str(port), "HOST": "127.0.0.1", "CPU_THREADS": str(THREADS),
-           "MAX_CONCURRENCY": "1", "HF_HUB_OFFLINE": "1"}
+    env = {**os.environ, "ASR_MODEL": model, "PORT": str(port), "HOST": "127.0.0.1", "CPU_THREADS": str(cpu_threads),
+           "MAX_CONCURRENCY": str(max_concurrency), "HF_HUB_OFFLINE": "1"}
+    env.pop("NUM_WORKERS", None)  # the server gives the model one CTranslate2 worker per MAX_CONCURRENCY slot
     process = subprocess.Popen([sys.executable, "server.py", "serve"], cwd=ROOT, env=env,
                                stdout=log.open("wb"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
+    return process, f"http://127.0.0.1:{port}"
+
+
+def wait_ready(process, url: str, log: Path, timeout_s: float = 300) -> None:
+    deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"server exited with {process.returncode}: {log.read_text()[-2000:]}")
         try:
             if requests.get(f"{url}/health", timeout=2).status_code == 200:
-                return process, url
+                return
         except requests.RequestException:
             pass
         time.sleep(0.5)
     process.terminate()
-    raise RuntimeError("server not healthy within 300 s")
+    raise RuntimeError(f"server not healthy within {timeout_s:g} s")
 
 
 def _with_server_cpu(pid: int, load) -> dict:

@@ -5,23 +5,23 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from whisper_endpoint.backends.base import ASRBackend, DecodeOptions
+from whisper_endpoint.backends.base import ASRBackend
 from whisper_endpoint.device import ctranslate2_compute_type, resolve_device
 from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.models import detect_format, locate_model
+from whisper_endpoint.models import locate_model
+from whisper_endpoint.repository import carried_asr_model
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ASRBackend", "DecodeOptions", "load_asr_backend", "asr_reference"]
+__all__ = ["ASRBackend", "load_asr_backend", "asr_reference"]
 
 
 def asr_reference(settings, repository_path: str = "") -> str:
-    """ASR_MODEL when set; else a model stored in the endpoint's repository; else the embedded default."""
+    """ASR_MODEL when set; else a model the endpoint's repository carries; else the embedded default."""
     if "asr_model" in settings.model_fields_set:
         return settings.asr_model
-    if repository_path and detect_format(Path(repository_path)) is not None:
-        return str(repository_path)
-    return settings.asr_model
+    carried = carried_asr_model(repository_path) if repository_path else None
+    return str(carried) if carried is not None else settings.asr_model
 
 
 def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
@@ -52,6 +52,7 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
             device=device,
             compute_type=ctranslate2_compute_type(settings.compute_type, device),
             cpu_threads=settings.cpu_threads,
+            num_workers=settings.num_workers,
         )
     from whisper_endpoint.backends.transformers_backend import TransformersBackend
 

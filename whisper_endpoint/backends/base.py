@@ -1,45 +1,17 @@
-"""What every ASR backend offers: load once, then ``transcribe(samples, options) -> Transcript``."""
+"""What every ASR backend offers: load once, then ``transcribe(samples, options) -> Transcript``.
+
+``options`` is the request's own ``InferenceConfig``: backends read the fields they use from it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 import numpy as np
 
+from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import UnsupportedOptionError
 from whisper_endpoint.results import Transcript
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    """The decoding part of a request, built once from ``InferenceConfig``."""
-
-    task: Literal["transcribe", "translate"] = "transcribe"
-    language: str | None = None
-    beam_size: int = 1
-    timestamps: Literal["none", "segment", "word"] = "segment"
-    initial_prompt: str | None = None
-    vad_filter: bool = False
-    batch_size: int = 24
-    chunk_length_s: int = 30
-    assisted: bool = False
-    recover_dropped_speech: bool = True
-
-    @classmethod
-    def from_config(cls, config) -> "DecodeOptions":
-        return cls(
-            task=config.task,
-            language=config.language,
-            beam_size=config.beam_size,
-            timestamps=config.return_timestamps,
-            initial_prompt=config.initial_prompt,
-            vad_filter=config.vad_filter,
-            batch_size=config.batch_size,
-            chunk_length_s=config.chunk_length_s,
-            assisted=config.assisted,
-            recover_dropped_speech=config.recover_dropped_speech,
-        )
 
 
 class ASRBackend(Protocol):
@@ -47,10 +19,10 @@ class ASRBackend(Protocol):
     model_name: str
     is_multilingual: bool
 
-    def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript: ...
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript: ...
 
 
-def check_language_options(options: DecodeOptions, *, is_multilingual: bool, model_name: str) -> None:
+def check_language_options(options: InferenceConfig, *, is_multilingual: bool, model_name: str) -> None:
     """English-only models can neither translate nor transcribe another language: say so up front."""
     if is_multilingual:
         return

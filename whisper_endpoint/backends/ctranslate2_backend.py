@@ -4,6 +4,10 @@ Audio that fits one window runs through ``WhisperModel.transcribe`` (sequential,
 previous text). Longer audio runs through ``BatchedInferencePipeline`` over the speech found by the
 bundled Silero VAD, packed into windows (see windows.py), ``batch_size`` windows at once; the response's
 ``decoding`` block says which path ran.
+
+Requests may run on several threads at once: the model is shared (``num_workers`` CTranslate2 workers
+decode that many requests in parallel; more requests wait for a free worker), everything a decode
+keeps between its steps lives in objects made for that request.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends import windows
-from whisper_endpoint.backends.base import DecodeOptions, check_language_options
+from whisper_endpoint.backends.base import check_language_options
+from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 
@@ -25,8 +30,9 @@ logger = logging.getLogger(__name__)
 class CTranslate2Backend:
     name = "ctranslate2"
 
-    def __init__(self, model_path: str, *, model_name: str, device: str, compute_type: str, cpu_threads: int = 0):
-        from faster_whisper import BatchedInferencePipeline, WhisperModel
+    def __init__(self, model_path: str, *, model_name: str, device: str, compute_type: str, cpu_threads: int = 0,
+                 num_workers: int = 1):
+        from faster_whisper import WhisperModel
 
         try:
             self.model = WhisperModel(
@@ -34,17 +40,18 @@ class CTranslate2Backend:
                 device=device,
                 compute_type=compute_type,
                 cpu_threads=cpu_threads,
+                num_workers=num_workers,
                 local_files_only=True,
             )
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelLoadError(f"faster-whisper could not load {model_name!r}: {exc}") from exc
-        self.batched = BatchedInferencePipeline(self.model)
         self.model_name = model_name
         self.device, self.compute_type = device, compute_type
         self.is_multilingual = bool(self.model.model.is_multilingual)
-        logger.info("loaded %s with ctranslate2 on %s (%s)", model_name, device, compute_type)
+        self.num_workers = num_workers
+        logger.info("loaded %s with ctranslate2 on %s (%s, %d workers)", model_name, device, compute_type, num_workers)
 
-    def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript:
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings = []
         if options.assisted:
@@ -53,8 +60,8 @@ class CTranslate2Backend:
             language=options.language,
             task=options.task,
             beam_size=options.beam_size,
-            word_timestamps=options.timestamps == "word",
-            without_timestamps=options.timestamps == "none",
+            word_timestamps=options.return_timestamps == "word",
+            without_timestamps=options.return_timestamps == "none",
             initial_prompt=options.initial_prompt,
         )
         if len(samples) > options.chunk_length_s * TARGET_RATE:
@@ -76,7 +83,7 @@ class CTranslate2Backend:
             warnings=warnings,
         )
 
-    def _batched(self, samples: np.ndarray, options: DecodeOptions, kwargs: dict):
+    def _batched(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict):
         """Decode the speech packed into windows, then once more what any window left out (see windows.py)."""
         packed = windows.pack_speech(samples, options.chunk_length_s)
         if not packed.windows:
@@ -89,7 +96,13 @@ class CTranslate2Backend:
         return segments, info.language, info.language_probability, len(missed)
 
     def _decode_windows(self, audio, groups, options, kwargs):
-        generator, info = self.batched.transcribe(
+        from faster_whisper import BatchedInferencePipeline
+
+        # One pipeline per request, sharing the model: the pipeline keeps the last word's end time on
+        # itself between batches (word timestamps) and resets it only when its generator finishes, so
+        # a shared one mixed word times across concurrent requests and kept a failed request's value.
+        batched = BatchedInferencePipeline(self.model)
+        generator, info = batched.transcribe(
             audio, batch_size=options.batch_size, clip_timestamps=[w.clip() for w in groups], **kwargs
         )
         return list(generator), info

@@ -22,6 +22,8 @@ class WindowFeatureExtractor(WhisperFeatureExtractor):
             return super().__call__(raw_speech, truncation=truncation, padding=padding, **kwargs)
         return_tensors = kwargs.pop("return_tensors", None)
         return_attention_mask = kwargs.pop("return_attention_mask", None)
+        # transformers 4's pipeline asks for the speech's frame count (word timestamps use it).
+        return_token_timestamps = kwargs.pop("return_token_timestamps", None)
         speech = np.asarray(raw_speech, dtype=np.float32)[: self.n_samples]
         # One hop of padding, as faster-whisper adds; the frame it produces is dropped again below.
         padded = np.pad(speech, (0, self.hop_length))
@@ -34,6 +36,8 @@ class WindowFeatureExtractor(WhisperFeatureExtractor):
             mask = np.zeros((1, self.nb_max_frames), dtype=np.int32)
             mask[0, :frames] = 1
             data["attention_mask"] = mask
+        if return_token_timestamps:
+            data["num_frames"] = [frames]
         return BatchFeature(data, tensor_type=return_tensors)
 
 

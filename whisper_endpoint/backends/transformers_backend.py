@@ -1,8 +1,11 @@
 """transformers backend: the ``automatic-speech-recognition`` pipeline, with speculative decoding.
 
 fp16 on CUDA, fp32 on CPU, SDPA attention on both. Word timestamps come from cross-attention (the
-generation config's alignment heads), which SDPA does not return: those requests run on eager
-attention, switched per request under a lock.
+generation config's alignment heads), which SDPA does not return: those requests decode on an
+eager-attention twin of the model that holds the very same weight tensors (``_eager_twin``). Nothing
+is switched on a model while requests run, so requests on several threads need no lock: each call
+builds its own generation state (transformers copies the generation config and makes a new cache per
+``generate``), and the models, feature extractor and tokenizer are only read.
 
 Audio longer than one window: on CUDA the pipeline cuts it into overlapping 30 s chunks decoded
 ``batch_size`` at a time (a GPU decodes a batch in about the time of one chunk). On CPU, or with
@@ -18,15 +21,18 @@ decode their windows one at a time, and the response says so.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import logging
-import threading
 from pathlib import Path
 
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends.base import DecodeOptions, check_language_options
+from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
+from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
+from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
@@ -40,7 +46,7 @@ class TransformersBackend:
     def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
                  assistant_name: str | None = None):
         import torch
-        from transformers import AutoProcessor, WhisperForConditionalGeneration, pipeline
+        from transformers import AutoTokenizer, WhisperForConditionalGeneration
 
         self.device = device
         self.dtype = torch.float16 if device == "cuda" else torch.float32
@@ -48,32 +54,29 @@ class TransformersBackend:
         self.attention = "sdpa"
         try:
             model = WhisperForConditionalGeneration.from_pretrained(
-                model_path, dtype=self.dtype, attn_implementation=self.attention, low_cpu_mem_usage=True
+                model_path, attn_implementation=self.attention, low_cpu_mem_usage=True, **dtype_argument(self.dtype)
             )
-            processor = AutoProcessor.from_pretrained(model_path)
+            # The tokenizer alone: transformers 4's AutoProcessor insists on the slow tokenizer, which
+            # needs vocab.json and merges.txt; a model may carry tokenizer.json only.
+            tokenizer = AutoTokenizer.from_pretrained(model_path)
             features = WindowFeatureExtractor.from_pretrained(model_path)
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
-        self.tokenizer = processor.tokenizer
+        skip_unloadable_torchcodec()
+        self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.pipe = pipeline(
-            "automatic-speech-recognition",
-            model=self.model,
-            tokenizer=processor.tokenizer,
-            feature_extractor=features,
-            device=device,
-        )
+        self.pipe = _asr_pipeline(self.model, tokenizer, features, device)
+        self.word_pipe = _asr_pipeline(_eager_twin(self.model), tokenizer, features, device)
         self.model_name = model_name
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
         if assistant_path is not None:
             self.assistant = load_assistant(assistant_path, assistant_name or str(assistant_path), self)
-        self._lock = threading.Lock()  # the attention switch below is per model, not per request
         logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
 
-    def transcribe(self, samples: np.ndarray, options: DecodeOptions) -> Transcript:
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings: list[str] = []
         generate_kwargs = self._generate_kwargs(samples, options, warnings)
@@ -87,20 +90,20 @@ class TransformersBackend:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
             )
-        timestamps = {"none": False, "segment": True, "word": "word"}[options.timestamps]
+        timestamps = {"none": False, "segment": True, "word": "word"}[options.return_timestamps]
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
-        with self._lock, self._attention_for(options.timestamps):
-            output = self.pipe(
-                {"raw": samples, "sampling_rate": TARGET_RATE},
-                chunk_length_s=options.chunk_length_s if chunked else None,
-                batch_size=batch_size,
-                return_timestamps=timestamps,
-                generate_kwargs=generate_kwargs,
-            )
+        pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
+        output = pipe(
+            {"raw": samples, "sampling_rate": TARGET_RATE},
+            chunk_length_s=options.chunk_length_s if chunked else None,
+            batch_size=batch_size,
+            return_timestamps=timestamps,
+            generate_kwargs=generate_kwargs,
+        )
         mode = "chunked" if chunked else "sequential"
         return Transcript(
-            segments=_segments(output, options.timestamps, len(samples) / TARGET_RATE),
+            segments=_segments(output, options.return_timestamps, len(samples) / TARGET_RATE),
             language=generate_kwargs.get("language", "en"),
             decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
                       "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
@@ -112,7 +115,7 @@ class TransformersBackend:
         """Chunked batches where they pay (a GPU with batch_size > 1), long-form generate elsewhere."""
         return self.device == "cuda" and batch_size > 1
 
-    def _generate_kwargs(self, samples: np.ndarray, options: DecodeOptions, warnings: list[str]) -> dict:
+    def _generate_kwargs(self, samples: np.ndarray, options: InferenceConfig, warnings: list[str]) -> dict:
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
@@ -126,7 +129,7 @@ class TransformersBackend:
                 warnings.append("'assisted' needs ASSISTANT_MODEL; decoded unassisted")
             elif options.beam_size > 1:
                 warnings.append("assisted decoding is greedy only; beam search ran unassisted")
-            elif options.timestamps != "none":
+            elif options.return_timestamps != "none":
                 # Measured with real weights (base assisting itself): with timestamp tokens the assisted
                 # text repeated a sentence the unassisted text has once. Speculative decoding must not
                 # change the text, so it runs only where it provably does not.
@@ -152,24 +155,24 @@ class TransformersBackend:
             token = int(self.model.detect_language(input_features=features.to(self.device, self.dtype))[0])
         return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
 
-    def _attention_for(self, timestamps: str):
-        return _AttentionSwitch(self.model, "eager" if timestamps == "word" else self.attention)
+
+def _asr_pipeline(model, tokenizer, features, device: str):
+    from transformers import pipeline
+
+    return pipeline("automatic-speech-recognition", model=model, tokenizer=tokenizer, feature_extractor=features,
+                    device=device)
 
 
-class _AttentionSwitch:
-    """Run a block with the given attention implementation, restoring the previous one after."""
+def _eager_twin(model):
+    """The model with eager attention, sharing every weight tensor with ``model`` (no second copy).
 
-    def __init__(self, model, implementation: str):
-        self.model, self.implementation = model, implementation
-        self.previous = model.config._attn_implementation
-
-    def __enter__(self):
-        if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.implementation)
-
-    def __exit__(self, *exc):
-        if self.implementation != self.previous:
-            self.model.set_attn_implementation(self.previous)
+    A deep copy whose memo already holds each parameter and buffer copies only the module tree and
+    its config; switching the twin's attention leaves ``model`` on SDPA.
+    """
+    shared = {id(tensor): tensor for tensor in itertools.chain(model.parameters(), model.buffers())}
+    twin = copy.deepcopy(model, memo=shared)
+    set_attention(twin, "eager")
+    return twin.eval()
 
 
 def load_assistant(path: Path, name: str, main: TransformersBackend):
@@ -180,12 +183,18 @@ def load_assistant(path: Path, name: str, main: TransformersBackend):
     decoder_only = any("CausalLM" in arch for arch in (config.architectures or []))
     cls = AutoModelForCausalLM if decoder_only else WhisperForConditionalGeneration
     _check_same_tokenizer(path, name, config, main)
-    assistant = cls.from_pretrained(path, dtype=main.dtype, attn_implementation=main.attention, low_cpu_mem_usage=True)
+    assistant = cls.from_pretrained(
+        path, attn_implementation=main.attention, low_cpu_mem_usage=True, **dtype_argument(main.dtype)
+    )
     if decoder_only and config.d_model != main.model.config.d_model:
         raise ModelLoadError(
             f"assistant {name!r} is decoder-only with d_model {config.d_model}; it reuses the main encoder, "
             f"whose d_model is {main.model.config.d_model}"
         )
+    # "heuristic" writes the draft length back onto the assistant after each call, so one request would
+    # shape the next (or a concurrent) one; "heuristic_transient" adapts it the same way within a call.
+    if assistant.generation_config.num_assistant_tokens_schedule == "heuristic":
+        assistant.generation_config.num_assistant_tokens_schedule = "heuristic_transient"
     logger.info("assistant %s loaded (%s)", name, "decoder-only" if decoder_only else "full Whisper")
     return assistant.to(main.device).eval()
 

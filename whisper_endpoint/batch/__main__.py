@@ -1,6 +1,6 @@
 """Transcribe many files into an output folder that mirrors their relative paths.
 
-    python -m whisper_endpoint.batch INPUT [INPUT...] --out DIR [--manifest FILE] [--format srt,vtt]
+    whisper-endpoint batch INPUT [INPUT...] --out DIR [--manifest FILE] [--format srt,vtt]
         [--param key=value ...] [--retry-failed] [--ray [ADDRESS]] [--workers N]
 
 INPUT: a folder (searched recursively for audio/video files), a glob pattern (quote it) or a file.
@@ -19,15 +19,16 @@ import logging
 import sys
 from pathlib import Path
 
-from whisper_endpoint.__main__ import _parameter
 from whisper_endpoint.batch.inputs import InputError, collect
+from whisper_endpoint.batch.outputs import FORMATS
 from whisper_endpoint.batch.runner import check_formats, run_batch
+from whisper_endpoint.cli_options import parameter
 from whisper_endpoint.errors import EndpointError
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
+def parse_args(argv: list[str] | None, prog: str = "python -m whisper_endpoint.batch") -> argparse.Namespace:
     parser = argparse.ArgumentParser(
-        prog="python -m whisper_endpoint.batch",
+        prog=prog,
         description=__doc__.split("\n\n")[0],
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 2)[2],
@@ -35,8 +36,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("inputs", nargs="*", help="folders, glob patterns or files")
     parser.add_argument("--manifest", action="append", default=[], help="a file listing one input path per line")
     parser.add_argument("--out", required=True, type=Path, help="the output folder")
-    parser.add_argument("--format", default="json", help="comma-separated: json (always), srt, vtt, rttm")
-    parser.add_argument("--param", action="append", type=_parameter, default=[], help="request parameter key=value")
+    parser.add_argument("--format", default="json", help=f"comma-separated: json (the response, always), {', '.join(FORMATS[1:])}")
+    parser.add_argument("--param", action="append", type=parameter, default=[], help="request parameter key=value")
     parser.add_argument("--retry-failed", action="store_true", help="retry files whose failure was recorded")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.add_argument("--summary-json", type=Path, help="also write the summary as JSON here")
@@ -50,10 +51,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.batch") -> int:
+    args = parse_args(argv, prog)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from config import ModelSettings
+    from whisper_endpoint.config import ModelSettings
 
     model_settings = ModelSettings()
     try:
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
             fan_out = RayFanOut(args.ray, workers=args.workers, cpus_per_worker=args.cpus_per_worker,
                                 gpus_per_worker=args.gpus_per_worker, num_cpus=args.num_cpus)
         else:
-            from handler import EndpointHandler
+            from whisper_endpoint.handler import EndpointHandler
 
             handler = EndpointHandler(settings=model_settings)
     except EndpointError as exc:

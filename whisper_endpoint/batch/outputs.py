@@ -1,8 +1,9 @@
 """Result files: where each goes, how it is written (atomically) and what marks it done or failed.
 
 For an input ``a/b.flac`` the results are ``a/b.flac.json`` (the handler's response, always; written
-last, so its existence means the file is done), optionally ``.srt``, ``.vtt``, ``.rttm``, and on
-failure ``a/b.flac.error.json``. The input's full name is kept, so ``b.flac`` and ``b.wav`` differ.
+last, so its existence means the file is done), optionally any format of ``whisper_endpoint.formats``
+(``.srt``, ``.vtt``, ``.txt``, ``.tsv``, ``.rttm``...), and on failure ``a/b.flac.error.json``. The
+input's full name is kept, so ``b.flac`` and ``b.wav`` differ.
 """
 
 from __future__ import annotations
@@ -12,14 +13,18 @@ import os
 import tempfile
 from pathlib import Path
 
-from whisper_endpoint.serving.openai_formats import cues, srt, vtt
+from whisper_endpoint import formats
+from whisper_endpoint.adapters.http import dumps
 
-FORMATS = ("json", "srt", "vtt", "rttm")
+# "json" is the handler's own response; the others are formats.FORMATS (OpenAI's "json" and "text" bodies
+# are responses, not files: the handler's response and "txt" say more).
+FORMATS = ("json", *(name for name in formats.FORMATS if name not in ("json", "text")))
 ERROR_SUFFIX = ".error.json"
 
 
 def result_path(out_dir: Path, relative: str, fmt: str = "json") -> Path:
-    return out_dir / f"{relative}.{fmt}"
+    extension = "json" if fmt == "json" else formats.FORMATS[fmt].extension
+    return out_dir / f"{relative}.{extension}"
 
 
 def error_path(out_dir: Path, relative: str) -> Path:
@@ -43,18 +48,9 @@ def write_atomic(path: Path, text: str) -> None:
 
 def render(result: dict, fmt: str, file_id: str) -> str:
     if fmt == "json":
-        return json.dumps(result, ensure_ascii=False, indent=1, default=_plain) + "\n"
-    if fmt == "srt":
-        return srt(cues(result))
-    if fmt == "vtt":
-        return vtt(cues(result))
-    if fmt == "rttm":
-        from whisper_endpoint.results import SpeakerTurn
-        from whisper_endpoint.speaker_merge import to_rttm
-
-        turns = [SpeakerTurn(t["start"], t["end"], t["speaker"]) for t in result.get("speaker_turns", [])]
-        return to_rttm(turns, file_id)
-    raise ValueError(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}")
+        return dumps(result, indent=1) + "\n"
+    body = formats.render(result, fmt, formats.Context(file_id=file_id)).body
+    return body if isinstance(body, str) else dumps(body, indent=1) + "\n"
 
 
 def write_results(out_dir: Path, relative: str, result: dict, formats: list[str]) -> None:
@@ -71,8 +67,3 @@ def write_failure(out_dir: Path, relative: str, path: str, error: dict) -> None:
     record = json.dumps({"file": path, **error}, ensure_ascii=False, indent=1) + "\n"
     write_atomic(error_path(out_dir, relative), record)
 
-
-def _plain(value):
-    if hasattr(value, "tolist"):  # numpy scalars
-        return value.tolist()
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")

@@ -21,7 +21,7 @@ class _Transcriber:
     """One Ray Data actor: one loaded model, one file per call."""
 
     def __init__(self, out_dir: str, formats: list[str], parameters: dict):
-        from handler import EndpointHandler
+        from whisper_endpoint.handler import EndpointHandler
 
         self.handler = EndpointHandler()
         self.out_dir, self.formats, self.parameters = Path(out_dir), formats, parameters

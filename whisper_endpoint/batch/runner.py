@@ -9,6 +9,8 @@ from whisper_endpoint.batch.inputs import InputError, Item
 from whisper_endpoint.batch.outputs import FORMATS
 from whisper_endpoint.batch.summary import Progress, Summary
 from whisper_endpoint.batch.work import Handler, Outcome, pending, transcribe_file
+from whisper_endpoint.formats import FORMATS as FORMAT_SPECS
+from whisper_endpoint.formats import parameters_for, speakers_available
 
 
 def plan(items: list[Item], out_dir: Path, retry_failed: bool) -> tuple[list[Item], int]:
@@ -21,11 +23,13 @@ def check_formats(formats: list[str], parameters: dict, diarization: bool) -> tu
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise InputError(f"unknown output format(s) {', '.join(unknown)}; choose from {', '.join(FORMATS)}")
-    if "rttm" in formats:
-        if not diarization:
-            raise InputError("rttm output needs speaker diarization: set DIARIZATION_MODEL (e.g. embedded)")
-        parameters = {**parameters, "return_speaker_turns": True}
-    return ["json", *sorted(set(formats) - {"json"})], parameters
+    chosen = sorted(set(formats) - {"json"})
+    for name in chosen:
+        if FORMAT_SPECS[name].speakers == "required" and not speakers_available(parameters, diarization):
+            raise InputError(f"{name} output needs speaker diarization: set DIARIZATION_MODEL (e.g. embedded), "
+                             "or --param multichannel=true for recordings with one speaker per channel")
+        parameters = {**parameters, **parameters_for(name)}
+    return ["json", *chosen], parameters
 
 
 def run_batch(

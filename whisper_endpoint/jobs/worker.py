@@ -15,12 +15,12 @@ from pathlib import Path
 
 import anyio
 
+from whisper_endpoint.adapters.errors import QueueFullError
+from whisper_endpoint.adapters.payloads import toolkit_payload
 from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings
 from whisper_endpoint.jobs.store import Job, JobStore
-from whisper_endpoint.serving.errors import QueueFullError
-from whisper_endpoint.serving.payloads import toolkit_payload
 
 logger = logging.getLogger(__name__)
 

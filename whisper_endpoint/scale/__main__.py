@@ -1,4 +1,4 @@
-"""Serve the handler on Ray: ``python -m whisper_endpoint.scale [--address ADDRESS] [--num-cpus N]``.
+"""Serve the handler on Ray: ``whisper-endpoint scale [--address ADDRESS] [--num-cpus N]``.
 
 Settings from SCALE_* variables (``ScaleSettings``: replicas, autoscaling bounds, CPU/GPU per
 replica, host, port) and the model settings (ASR_MODEL, ...). ``--address local`` (default) starts a
@@ -12,8 +12,8 @@ import signal
 import threading
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m whisper_endpoint.scale", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.scale") -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("--address", default="local", help="'local', 'auto' or ray://host:10001")
     parser.add_argument("--num-cpus", type=float, default=None, help="CPUs of a local cluster (default: all)")
     args = parser.parse_args(argv)

@@ -73,35 +73,34 @@ class WhisperReplica:
     """One replica: the handler, loaded once; requests decoded on threads, ``decode_concurrency`` at a time."""
 
     def __init__(self, decode_concurrency: int = 1):
-        from handler import EndpointHandler
+        from whisper_endpoint.config import ModelSettings
+        from whisper_endpoint.handler import EndpointHandler
         from whisper_endpoint.serving.settings import ServerSettings
 
-        self.handler = EndpointHandler()
+        self.handler = EndpointHandler(settings=ModelSettings().with_workers_for(decode_concurrency))
         self.server_settings = ServerSettings()
         self._slots = asyncio.Semaphore(decode_concurrency)
 
     async def __call__(self, request):
-        from starlette.responses import JSONResponse
-
-        from whisper_endpoint.serving.error_handlers import as_endpoint_error, error_body, error_headers
+        from whisper_endpoint.adapters import http
+        from whisper_endpoint.adapters.payloads import text_parameters
         from whisper_endpoint.serving.limits import read_body
-        from whisper_endpoint.serving.payloads import media_type, text_parameters, toolkit_payload
         from whisper_endpoint.serving.responses import JSONResult
 
         headers = {"X-Replica": self._replica_id()}
         try:
             if request.method != "POST":
-                from whisper_endpoint.serving.errors import MethodNotAllowedError
+                from whisper_endpoint.adapters.errors import MethodNotAllowedError
 
                 raise MethodNotAllowedError("POST the audio file or {\"inputs\": base64, \"parameters\": {...}}")
             body = await read_body(request, self.server_settings.max_body_bytes, self.server_settings.body_timeout_s)
-            payload = toolkit_payload(body, media_type(request.headers), text_parameters(request.query_params.items()))
+            payload = http.payload(body, request.headers.get("content-type"),
+                                   text_parameters(request.query_params.items()))
             async with self._slots:
                 result = await asyncio.to_thread(self.handler, payload)
         except Exception as exc:
-            error = as_endpoint_error(exc)
-            headers.update(error_headers(error))
-            return JSONResponse(error_body(error, openai=False), status_code=error.status, headers=headers)
+            reply = http.error_reply(exc)
+            return JSONResult(reply.body, status_code=reply.status, headers={**headers, **reply.headers})
         return JSONResult(result, headers=headers)
 
     async def transcribe(self, payload: dict) -> dict:

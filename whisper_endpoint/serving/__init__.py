@@ -1,6 +1,6 @@
 """HTTP serving: one FastAPI app for custom containers, SageMaker and OpenAI clients.
 
-``whisper_endpoint.serving.app.create_app`` builds it; ``python -m whisper_endpoint.serving`` runs it.
-Nothing is imported here, so ``inference.py`` can use the web-free modules (payloads, errors)
-inside SageMaker's container without FastAPI.
+``whisper_endpoint.serving.app.create_app`` builds it; ``whisper-endpoint serve`` (or
+``python -m whisper_endpoint.serving``) runs it. The web-free pieces it shares with SageMaker's
+container and the jobs live in ``whisper_endpoint.adapters``.
 """

@@ -1,4 +1,4 @@
-"""Run the server: ``python -m whisper_endpoint.serving [serve]``.
+"""Run the server: ``whisper-endpoint serve`` (or ``python -m whisper_endpoint.serving [serve]``).
 
 ``serve`` is what SageMaker passes (``docker run IMAGE serve``); it is accepted and changes nothing.
 Host, port (8080) and limits come from the environment (``ServerSettings``), the models from
@@ -32,8 +32,8 @@ def serve(app=None, settings: ServerSettings | None = None) -> None:
     uvicorn.Server(config).run()  # SIGTERM / SIGINT: stop accepting, finish in-flight requests, exit
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m whisper_endpoint.serving", description=__doc__.split("\n")[0])
+def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.serving") -> None:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n")[0])
     parser.add_argument("command", nargs="?", choices=["serve"], default="serve")
     parser.parse_args(argv)
     serve()

@@ -71,7 +71,9 @@ def create_app(
 
     # API keys (API_KEYS) guard the inference routes only: health checks and metrics stay open to the
     # platform's probes.
-    protected: list = auth.dependencies(settings.api_keys)
+    # Also on app.state: routes that read their body themselves check the key before reading it.
+    app.state.api_keys = auth.APIKeys(settings.api_keys)
+    protected: list = auth.dependencies(app.state.api_keys)
     app.include_router(toolkit.health_router(service))
     app.include_router(toolkit.inference_router(service), dependencies=protected)
     app.include_router(openai_api.router(service), dependencies=protected)

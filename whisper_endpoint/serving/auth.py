@@ -49,12 +49,13 @@ class APIKeys:
         return found
 
     async def __call__(self, request: Request) -> None:
+        if not self:  # no keys configured: authentication is off
+            return
         scheme, _, key = request.headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not key.strip() or not self.matches(key.strip()):
             raise UnauthorizedError()
 
 
-def dependencies(keys: Sequence[SecretStr]) -> list:
-    """The route dependencies for ``keys``: none when no key is configured (authentication off)."""
-    checker = APIKeys(keys)
+def dependencies(checker: APIKeys) -> list:
+    """The route dependencies for ``checker``: none when no key is configured (authentication off)."""
     return [Depends(checker)] if checker else []

@@ -18,14 +18,14 @@ import anyio
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, QueueFullError, with_param
+from whisper_endpoint.adapters.payloads import is_json, media_type, text_parameters, toolkit_payload
 from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError, MissingInputError
 from whisper_endpoint.jobs.callbacks import internal_address
 from whisper_endpoint.jobs.store import QUEUED
 from whisper_endpoint.jobs.worker import Jobs
 from whisper_endpoint.request import parse_parameters
-from whisper_endpoint.serving.errors import NotFoundError, NotReadyError, QueueFullError, with_param
 from whisper_endpoint.serving.limits import limited_stream
-from whisper_endpoint.serving.payloads import is_json, media_type, text_parameters, toolkit_payload
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
 

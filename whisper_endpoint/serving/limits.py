@@ -15,8 +15,8 @@ from contextlib import asynccontextmanager
 
 from starlette.requests import Request
 
+from whisper_endpoint.adapters.errors import BodyTimeoutError, QueueFullError
 from whisper_endpoint.errors import PayloadTooLargeError
-from whisper_endpoint.serving.errors import BodyTimeoutError, QueueFullError
 
 
 class InferenceGate:

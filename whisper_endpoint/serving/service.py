@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import anyio
 
+from whisper_endpoint.adapters.errors import NotReadyError
+from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.errors import EndpointError
-from whisper_endpoint.serving.error_handlers import as_endpoint_error
-from whisper_endpoint.serving.errors import NotReadyError
 from whisper_endpoint.serving.limits import InferenceGate
 from whisper_endpoint.serving.metrics import Metrics
 from whisper_endpoint.serving.settings import ServerSettings
@@ -24,9 +24,12 @@ Handler = Callable[[dict], dict]
 
 
 def load_endpoint_handler(settings: ServerSettings) -> Handler:
-    from handler import EndpointHandler
+    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.handler import EndpointHandler
 
-    return EndpointHandler(path=settings.model_dir)
+    # MAX_CONCURRENCY requests decode at once, so the model gets that many workers (NUM_WORKERS wins).
+    model = ModelSettings().with_workers_for(settings.max_concurrency)
+    return EndpointHandler(path=settings.model_dir, settings=model)
 
 
 class InferenceService:

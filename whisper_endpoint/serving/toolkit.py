@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
+from whisper_endpoint.adapters import http
+from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters
 from whisper_endpoint.serving.limits import read_body
-from whisper_endpoint.serving.payloads import media_type, sagemaker_attributes, text_parameters, toolkit_payload
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
 
@@ -36,7 +37,7 @@ def inference_router(service: InferenceService) -> APIRouter:
     async def run(request: Request, limit: int, parameters: dict, setting: str = "MAX_BODY_BYTES") -> JSONResult:
         service.check_ready()
         body = await read_body(request, limit, settings.body_timeout_s, setting)
-        payload = toolkit_payload(body, media_type(request.headers), parameters)
+        payload = http.payload(body, request.headers.get("content-type"), parameters)
         return JSONResult(await service.run(payload))
 
     @router.post("/", summary="Toolkit payload: JSON {inputs: base64, parameters} or the audio file")

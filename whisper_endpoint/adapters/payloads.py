@@ -13,8 +13,8 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
-from config import InferenceConfig
-from whisper_endpoint.serving.errors import InvalidBodyError, UnsupportedMediaTypeError
+from whisper_endpoint.adapters.errors import InvalidBodyError, UnsupportedMediaTypeError
+from whisper_endpoint.config import InferenceConfig
 
 GENERIC_BINARY = frozenset(
     {"", "application/octet-stream", "binary/octet-stream", "application/x-www-form-urlencoded"}
@@ -24,7 +24,12 @@ _TEXT_FIELDS = {name for name, spec in InferenceConfig.model_fields.items() if s
 
 def media_type(headers) -> str:
     """The bare media type of a request's headers (no parameters), lower case; '' when absent."""
-    return headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    return bare_media_type(headers.get("content-type"))
+
+
+def bare_media_type(content_type: str | None) -> str:
+    """``audio/flac; rate=16000`` -> ``audio/flac``; '' when absent."""
+    return (content_type or "").split(";", 1)[0].strip().lower()
 
 
 def is_json(kind: str) -> bool:

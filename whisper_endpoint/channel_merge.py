@@ -1,0 +1,141 @@
+"""One response from the channels of a multichannel recording, each transcribed on its own.
+
+Pure functions, no model. Every word of a channel has that channel's name as its speaker (or, when the
+channel was diarized, ``name:SPEAKER_00``...). A channel's words form one turn until its speaker changes,
+or until another channel starts speaking in a pause between two of its words: the other party took the
+floor. Speech that overlaps a word (a "yeah" under a sentence) splits nothing, so overlapping speech on
+two channels stays two entries. The turns of all channels, in time order, are the response's
+``speakers``; ``chunks`` are the channels' chunks in time order, each with its ``channel``; ``text`` is
+the turns' texts in that order.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+
+from whisper_endpoint.render import chunks as render_chunks
+from whisper_endpoint.results import Transcript
+
+
+@dataclass(frozen=True)
+class Spoken:
+    """A word (or, without word times, a whole segment) of one channel, with its speaker."""
+
+    start: float
+    end: float
+    text: str
+    speaker: str
+    channel: int
+
+
+@dataclass(frozen=True)
+class ChannelResult:
+    index: int
+    name: str
+    transcript: Transcript | None  # None: the channel was silent and not transcribed
+    runs: list[dict] | None = None  # diarized speaker runs with their words; None when not diarized
+    speaker_turns: list[dict] | None = None  # the channel's diarization turns (return_speaker_turns)
+
+
+def response(
+    results: list[ChannelResult], *, timestamps: str, duration: float, warnings: list[str],
+    with_words: bool = False, turns: bool = False,
+) -> dict:
+    """The handler's response for a multichannel request: the single-channel response's keys, plus
+    ``channels`` (each channel's index, name, detected language and whether it was silent)."""
+    transcribed = [r for r in results if r.transcript is not None]
+    speakers = [_entry(turn, with_words, duration) for turn in channel_turns([spoken_words(r) for r in transcribed])]
+    chunks = [{**chunk, "channel": r.index} for r in transcribed
+              for chunk in render_chunks(r.transcript, timestamps, duration)]
+    chunks.sort(key=lambda chunk: (chunk["timestamp"][0], chunk["channel"]))
+    result = {
+        "text": " ".join(entry["text"] for entry in speakers),
+        "chunks": chunks,
+        "speakers": speakers,
+        "language": _main_language(transcribed),
+        "duration": round(duration, 3),
+        "warnings": list(dict.fromkeys([*warnings, *(w for r in transcribed for w in r.transcript.warnings)])),
+        "decoding": {**(transcribed[0].transcript.decoding if transcribed else {}), "channels": len(results)},
+        "channels": [_summary(r) for r in results],
+    }
+    if turns:
+        result["speaker_turns"] = speaker_turns(transcribed, speakers)
+    return result
+
+
+def spoken_words(result: ChannelResult) -> list[Spoken]:
+    """A channel's words in order, each with its speaker: the channel's name, or ``name:SPEAKER_00``."""
+    if result.runs is not None:
+        # A run without words: the diarization merge's fallback, whole segments to speakers.
+        return [Spoken(*w["timestamp"], w["text"], f"{result.name}:{w['speaker']}", result.index)
+                for run in result.runs for w in (run.get("words") or [run])]
+    return [Spoken(item.start, item.end, item.text, result.name, result.index)
+            for segment in result.transcript.segments if segment.text.strip()
+            for item in (segment.words or [segment])]
+
+
+def channel_turns(channels: list[list[Spoken]]) -> list[list[Spoken]]:
+    """Every channel's turns, in time order (ties: the lower channel)."""
+    starts = sorted((word.start, word.channel) for words in channels for word in words)
+    turns = [turn for words in channels for turn in _split(words, starts)]
+    return sorted(turns, key=lambda turn: (turn[0].start, turn[0].channel))
+
+
+def _split(words: list[Spoken], starts: list[tuple[float, int]]) -> list[list[Spoken]]:
+    """One channel's words cut where its speaker changes or another channel starts in a pause."""
+    turns: list[list[Spoken]] = []
+    for word in words:
+        if turns and word.speaker == turns[-1][-1].speaker and not _floor_taken(turns[-1][-1], word, starts):
+            turns[-1].append(word)
+        else:
+            turns.append([word])
+    return turns
+
+
+def _floor_taken(before: Spoken, after: Spoken, starts: list[tuple[float, int]]) -> bool:
+    """Whether another channel's word starts in the pause between two words of one channel."""
+    if after.start <= before.end:
+        return False
+    index = bisect_left(starts, (before.end, -1))
+    while index < len(starts) and starts[index][0] < after.start:
+        if starts[index][1] != before.channel:
+            return True
+        index += 1
+    return False
+
+
+def speaker_turns(transcribed: list[ChannelResult], speakers: list[dict]) -> list[dict]:
+    """Diarized channels' own turns, relabelled; else each speaker entry's span."""
+    if transcribed and all(r.speaker_turns is not None for r in transcribed):
+        turns = [{**t, "speaker": f"{r.name}:{t['speaker']}", "channel": r.index}
+                 for r in transcribed for t in r.speaker_turns]
+    else:
+        turns = [{"start": e["timestamp"][0], "end": e["timestamp"][1], "speaker": e["speaker"],
+                  "channel": e["channel"]} for e in speakers]
+    return sorted(turns, key=lambda turn: (turn["start"], turn["channel"]))
+
+
+def _entry(turn: list[Spoken], with_words: bool, duration: float) -> dict:
+    entry = {"speaker": turn[0].speaker, "channel": turn[0].channel, "text": "".join(w.text for w in turn).strip(),
+             "timestamp": _span(turn[0].start, max(w.end for w in turn), duration)}
+    if with_words:
+        entry["words"] = [{"text": w.text, "timestamp": _span(w.start, w.end, duration), "speaker": w.speaker}
+                          for w in turn]
+    return entry
+
+
+def _span(start: float, end: float, duration: float) -> list[float]:
+    # Whisper's last timestamp can overshoot the audio; never report time past its end (as render.py).
+    return [round(min(start, duration), 3), round(min(end, duration), 3)]
+
+
+def _main_language(transcribed: list[ChannelResult]) -> str | None:
+    """The language of the channel that said the most (each channel detects its own)."""
+    spoken = [r.transcript for r in transcribed if r.transcript.text]
+    return max(spoken, key=lambda t: len(t.text)).language if spoken else None
+
+
+def _summary(result: ChannelResult) -> dict:
+    language = result.transcript.language if result.transcript is not None else None
+    return {"channel": result.index, "name": result.name, "language": language, "silent": result.transcript is None}

@@ -1,0 +1,80 @@
+"""Multichannel recordings (``multichannel: true``): one speaker per channel.
+
+Call centres and many meeting recorders put each party on its own channel; down-mixing throws that
+evidence away. Here the other parties' voices leaking into each channel are muted first
+(``crosstalk.py``), then each channel runs through the handler's own per-audio flow (ASR, with the VAD
+unless ``vad_filter`` says otherwise, and diarization only with ``diarize_channels: true``), and
+``channel_merge`` puts the channels' results together in time order. A silent channel (peak under
+-60 dBFS once its leaks are muted) is not transcribed: it gives no words, and Whisper gets no chance
+to make some up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from whisper_endpoint.audio import Audio
+from whisper_endpoint.channel_merge import ChannelResult, response
+from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.crosstalk import gate_crosstalk
+from whisper_endpoint.results import Transcript
+
+SILENCE_PEAK = 10 ** (-60 / 20)  # -60 dBFS; digital silence, or a line with nothing but hiss
+DUPLICATE_RATIO = 1e-3  # two channels whose difference is 30 dB under the signal hold the same audio
+
+# The handler's per-audio flow: (mono samples, config, warnings) -> (transcript, {"speakers", ...}).
+Transcribe = Callable[[np.ndarray, InferenceConfig, list[str]], tuple[Transcript, dict]]
+
+
+def channel_names(config: InferenceConfig, count: int) -> list[str]:
+    return list(config.channel_names or (f"CHANNEL_{index}" for index in range(count)))
+
+
+def diarize_wanted(diarizer, config: InferenceConfig, warnings: list[str]) -> bool:
+    """Each channel is one speaker unless ``diarize_channels`` asks for its speakers too."""
+    if config.diarize_channels and diarizer is None:
+        warnings.append("diarize_channels was ignored: diarization is off on this endpoint "
+                        "(DIARIZATION_MODEL is not set); each channel is one speaker")
+    return config.diarize_channels and diarizer is not None
+
+
+def respond(audio: Audio, config: InferenceConfig, warnings: list[str], transcribe: Transcribe) -> dict:
+    """Transcribe each channel of ``audio`` (samples: channels x n) on its own; merge the results."""
+    channel_config = _channel_config(config)
+    _warn_duplicates(audio.samples, warnings)
+    results = []
+    gated = gate_crosstalk(audio.samples)  # the other parties' voices leaking into each channel, muted
+    for index, (name, samples) in enumerate(zip(channel_names(config, len(gated)), gated, strict=True)):
+        if is_silent(samples):
+            results.append(ChannelResult(index, name, None))
+            continue
+        transcript, extra = transcribe(np.ascontiguousarray(samples), channel_config, warnings)
+        results.append(ChannelResult(index, name, transcript, extra.get("speakers"), extra.get("speaker_turns")))
+    return response(results, timestamps=config.return_timestamps, duration=audio.duration, warnings=warnings,
+                    with_words=config.return_speaker_words, turns=config.return_speaker_turns)
+
+
+def _channel_config(config: InferenceConfig) -> InferenceConfig:
+    # Each channel's turns must sit at their true times on the common timeline, but Whisper's own times
+    # after a silence are loose (a first word "from" 0.0 when it was said at 1.0), and a channel is mostly
+    # silence: the VAD cuts the silence out first (unless vad_filter is set), word times tighten each
+    # turn, and diarized runs come with their words, so that turns can be cut between them. The chunks
+    # still come as the request asked.
+    vad = config.vad_filter if "vad_filter" in config.model_fields_set else True
+    return config.model_copy(update={"return_timestamps": "word", "vad_filter": vad, "return_speaker_words": True})
+
+
+def is_silent(samples: np.ndarray) -> bool:
+    return not len(samples) or float(np.abs(samples).max()) < SILENCE_PEAK
+
+
+def _warn_duplicates(channels: np.ndarray, warnings: list[str]) -> None:
+    """Many "stereo" recordings are one signal twice (dual mono): each copy would be transcribed."""
+    for first in range(len(channels)):
+        for second in range(first + 1, len(channels)):
+            a, b = channels[first], channels[second]
+            if np.any(a) and np.sum(np.square(a - b)) <= DUPLICATE_RATIO * np.sum(np.square(a)):
+                warnings.append(f"channels {first} and {second} carry the same audio (dual mono?): each was "
+                                "transcribed; send such files without multichannel")

@@ -1,0 +1,194 @@
+"""Settings (from the environment, read once at start-up) and per-request inference options.
+
+``ModelSettings`` says which models to load and how; ``InferenceConfig`` is what one request may ask
+for. Both validate everything and say what would have been valid.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, ClassVar, Literal, Optional
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from whisper_endpoint.audio import MAX_CHANNELS
+from whisper_endpoint.languages import normalize_language
+
+DEFAULT_ASR_MODEL = "embedded:base"
+ChannelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+
+
+def _default_cache_dir() -> Path:
+    import os
+
+    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(root) / "whisper-endpoint"
+
+
+class ModelSettings(BaseSettings):
+    """Which models to load, on what, and how. Read from environment variables (names in capitals)."""
+
+    model_config = SettingsConfigDict(populate_by_name=True, extra="ignore")
+
+    asr_model: str = Field(
+        DEFAULT_ASR_MODEL,
+        description="Hub id, local directory, or embedded:<name> (tiny.en, base, small).",
+    )
+    assistant_model: Optional[str] = Field(
+        None, description="Assistant for speculative decoding (transformers backend); off when unset."
+    )
+    diarization_model: Optional[str] = Field(
+        None, description="pyannote pipeline (Hub id, directory or 'embedded'); off when unset."
+    )
+    # The toolkit exports HF_HUB_TOKEN; users usually set HF_TOKEN. Accept both, never print either.
+    hf_token: Optional[SecretStr] = Field(
+        None, validation_alias=AliasChoices("HF_TOKEN", "HF_HUB_TOKEN", "hf_token")
+    )
+    asr_backend: Literal["auto", "ctranslate2", "transformers"] = Field(
+        "auto",
+        description="auto: ctranslate2 for CTranslate2 models (embedded ones included), transformers otherwise.",
+    )
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    compute_type: Literal[
+        "auto", "int8", "int8_float16", "int8_float32", "int8_bfloat16", "float16", "bfloat16", "float32"
+    ] = Field(
+        "auto",
+        description="auto: int8 (ctranslate2) / float32 (transformers) on CPU, float16 on CUDA.",
+    )
+    cpu_threads: int = Field(0, ge=0, le=256, description="0 lets the backend decide.")
+    num_workers: int = Field(
+        1, ge=1, le=64,
+        description="ctranslate2: requests the one loaded model decodes in parallel (CTranslate2 workers; "
+        "each extra one holds its own buffers, not another copy of the weights). The server and Ray "
+        "replicas set it to their decode concurrency unless NUM_WORKERS is set.",
+    )
+    model_cache_dir: Path = Field(default_factory=_default_cache_dir)
+    max_audio_seconds: float = Field(
+        4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
+    )
+
+    def with_workers_for(self, concurrency: int) -> "ModelSettings":
+        """These settings with one CTranslate2 worker per concurrent request, unless NUM_WORKERS was set."""
+        if "num_workers" in self.model_fields_set:
+            return self
+        return self.model_copy(update={"num_workers": concurrency})
+
+
+class InferenceConfig(BaseModel):
+    """Options of one request (``parameters``). Unknown keys are ignored and reported in ``warnings``.
+
+    The one definition of what a request may ask for: the request flow, the backends and the
+    diarization step all read this object (frozen: a step that needs other options makes a
+    ``model_copy(update=...)``). Adding a parameter is one field here, the code that reads it, and
+    one row of the README's parameter table (tests/test_parameters.py checks all three agree).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    # Fields no step of the handler reads because an HTTP route consumes them itself (none yet).
+    ROUTE_ONLY: ClassVar[frozenset[str]] = frozenset()
+
+    task: Literal["transcribe", "translate"] = "transcribe"
+    batch_size: int = Field(24, ge=1, le=256)
+    assisted: bool = False
+    chunk_length_s: int = Field(30, ge=1, le=30, description="Whisper's window is 30 s at most.")
+    sampling_rate: int = Field(
+        16000, ge=1000, le=384000, description="Rate of an array input; files carry their own."
+    )
+    language: Optional[str] = Field(None, description="Code or English name; None detects it.")
+    num_speakers: Optional[int] = Field(None, ge=1, le=100)
+    min_speakers: Optional[int] = Field(None, ge=1, le=100)
+    max_speakers: Optional[int] = Field(None, ge=1, le=100)
+    beam_size: int = Field(1, ge=1, le=10)
+    return_timestamps: Literal["none", "segment", "word"] = "segment"
+    initial_prompt: Optional[str] = Field(None, max_length=2000)
+    vad_filter: bool = False
+    recover_dropped_speech: bool = Field(
+        True,
+        description="Long audio (ctranslate2): decode once more, alone, the rest of any batched window whose "
+        "transcript stopped early (batched decoding drops such utterances); one 30 s encoder pass per remainder.",
+    )
+    diarize: bool = Field(True, description="Label speakers when DIARIZATION_MODEL is set; false skips it.")
+    return_speaker_turns: bool = Field(
+        False, description="Also return the diarization's own turns (start, end, speaker), e.g. for RTTM."
+    )
+    return_speaker_words: bool = Field(False, description="Add each word with its speaker to 'speakers'.")
+    multichannel: bool = Field(
+        False, description="Transcribe each channel of a 2- to 8-channel file on its own: one speaker per channel."
+    )
+    channel_names: Optional[list[ChannelName]] = Field(
+        None, min_length=1, max_length=MAX_CHANNELS,
+        description="Multichannel: one name per channel (default CHANNEL_0...).",
+    )
+    diarize_channels: bool = Field(
+        False, description="Multichannel: also diarize each channel (with DIARIZATION_MODEL set)."
+    )
+
+    @field_validator("language", mode="before")
+    @classmethod
+    def _language(cls, value):
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise ValueError("must be a language code or name, e.g. 'en' or 'english'")
+        return normalize_language(value)
+
+    @field_validator("channel_names", mode="before")
+    @classmethod
+    def _channel_names(cls, value):
+        # Text-only routes (query string, OpenAI form fields) send a JSON list or comma-separated names.
+        if isinstance(value, str):
+            text = value.strip()
+            if text.startswith("["):
+                try:
+                    return json.loads(text)
+                except ValueError:
+                    raise ValueError("must be a JSON list of names or comma-separated names") from None
+            return text.split(",")
+        return value
+
+    @field_validator("channel_names")
+    @classmethod
+    def _distinct_names(cls, names):
+        if names is not None and len(set(names)) != len(names):
+            raise ValueError("channel names must differ from each other")
+        return names
+
+    @field_validator("return_timestamps", mode="before")
+    @classmethod
+    def _timestamps(cls, value):
+        # transformers' pipeline convention: True means segment-level, False none.
+        if value is True:
+            return "segment"
+        if value is False or value is None:
+            return "none"
+        return value
+
+    @model_validator(mode="after")
+    def _speaker_bounds(self):
+        low, high, exact = self.min_speakers, self.max_speakers, self.num_speakers
+        if low is not None and high is not None and low > high:
+            raise ValueError(
+                f"min_speakers must be smaller than or equal to max_speakers (here: {low} > {high})"
+            )
+        if exact is not None and (
+            (low is not None and exact < low) or (high is not None and exact > high)
+        ):
+            raise ValueError(
+                f"num_speakers={exact} lies outside min_speakers..max_speakers ({low}..{high})"
+            )
+        return self
+
+    @classmethod
+    def known_fields(cls) -> frozenset[str]:
+        return frozenset(cls.model_fields)

@@ -1,0 +1,56 @@
+"""``EndpointHandler(path)`` loads the models once; ``handler(data)`` runs one request.
+
+The request flow is one straight line: parse -> transcribe -> (diarize) -> render; a multichannel
+request runs the same transcribe -> (diarize) once per channel (``channels.py``). The repository's
+root ``handler.py`` (what Inference Endpoints imports) re-exports this class.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from functools import partial
+
+from whisper_endpoint import channels, render, speaker_labels
+from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends import load_asr_backend
+from whisper_endpoint.config import ModelSettings
+from whisper_endpoint.request import parse_request
+from whisper_endpoint.results import Transcript
+
+logger = logging.getLogger(__name__)
+
+
+class EndpointHandler:
+    def __init__(self, path: str = "", settings: ModelSettings | None = None):
+        self.settings = settings or ModelSettings()
+        started = time.perf_counter()
+        self.asr = load_asr_backend(self.settings, path)
+        self.diarizer = speaker_labels.load_diarizer(self.settings, path)
+        logger.info("models loaded in %.1f s", time.perf_counter() - started)
+
+    def __call__(self, data: dict) -> dict:
+        request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
+        config = request.config
+        if config.multichannel:  # each channel on its own, one speaker per channel
+            diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
+            return channels.respond(request.audio, config, request.warnings, partial(self._transcribe, diarize=diarize))
+        diarize = speaker_labels.wanted(self.diarizer, config, request.warnings)
+        transcript, extra = self._transcribe(request.audio.samples, config, request.warnings, diarize=diarize)
+        return render.response(
+            transcript,
+            timestamps=config.return_timestamps,
+            duration=request.audio.duration,
+            warnings=request.warnings,
+            **extra,
+        )
+
+    def _transcribe(self, samples, config, warnings: list[str], *, diarize: bool) -> tuple[Transcript, dict]:
+        """One mono signal: the transcript, and its ``speakers`` (and ``speaker_turns``) when diarized."""
+        # Speakers are given word by word; the chunks still come as the request asked.
+        asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
+        transcript = self.asr.transcribe(samples, asr_config)
+        if not diarize:
+            return transcript, {}
+        duration = len(samples) / TARGET_RATE
+        return transcript, speaker_labels.label_speakers(self.diarizer, samples, transcript, config, duration, warnings)
