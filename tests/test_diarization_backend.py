@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SHARED_AUDIO, decode_reference
 from whisper_endpoint.diarization import Diarization, load_diarizer
 from whisper_endpoint.errors import InvalidParameterError, ModelLoadError
 from whisper_endpoint.results import SpeakerTurn
@@ -136,8 +136,6 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
 def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_edges(monkeypatch):
     """Silero runs a block at a time (its memory stays flat); a speech region across a block edge
     comes back whole, and only edges near the cut may move (Silero's state starts afresh there)."""
-    from conftest import SHARED_AUDIO, decode_reference
-
     from whisper_endpoint.diarization import speech_fill
 
     samples = decode_reference(SHARED_AUDIO / "dialogues" / "flite_meeting.flac")

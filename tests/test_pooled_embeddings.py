@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 import torch
-from conftest import SHARED_AUDIO, decode_reference
 
+from tests.conftest import SHARED_AUDIO, decode_reference
 from whisper_endpoint.diarization import pyannote_quietly
 
 RATE = 16000

@@ -150,7 +150,6 @@ def run(plan) -> dict:
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, str(ROOT))
     from bench.plan import by_name
 
     print(json.dumps(one(by_name(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)))
