@@ -138,3 +138,18 @@ def test_gpu_script_runs_at_a_tiny_size_on_cpu(quick_run):
     assert [row["batch_size"] for row in result["rows"]] == [1, 2]
     assert result["measured_on"].startswith("cpu") and result["decode_tokens"] == 4
     assert all(row["tokens_per_s"] > 0 for row in result["rows"])
+
+
+def test_profile_table_compares_each_stage_of_the_lengths_both_profiles_have():
+    """bench/profile_compare.py, issue 19's before/after table, on the saved profile before the change."""
+    from bench.profile_compare import table
+
+    before = json.loads((ROOT / "results" / "diarization_profile_before.json").read_text())
+    row = before["lengths"][1]  # 5 min
+    stages = {**row["stages"]["cpu_s"], "diarization/embeddings": row["stages"]["cpu_s"]["diarization/embeddings"] / 4}
+    after = {"lengths": [{**row, "stages": {**row["stages"], "cpu_s": stages}}]}
+    lines = table(before, after).splitlines()
+    assert len(lines) == 3 and lines[2].startswith("| 5.0 min |")
+    embeddings = row["stages"]["cpu_s"]["diarization/embeddings"]
+    assert f"{embeddings:.1f} / {embeddings / 4:.1f} (4.0x)" in lines[2]
+    assert f"{row['asr_alone_cpu_s']:.1f} / {row['asr_alone_cpu_s']:.1f} (1.0x)" in lines[2]
