@@ -41,8 +41,9 @@ def create_app(
     ``job_settings``: the async jobs' (default: from JOBS_* variables; JOBS_ENABLED=false drops /jobs).
     """
     settings = settings or ServerSettings()
-    service = InferenceService(settings, handler, load)
     job_settings = job_settings or JobSettings()
+    job_slots = job_settings.concurrency if job_settings.enabled else 0
+    service = InferenceService(settings, handler, load, job_slots=job_slots)
     jobs = Jobs(job_settings, service) if job_settings.enabled else None
     api_keys = [key.get_secret_value() for key in settings.api_keys]
     redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys], _EXCEPTION_LOGGERS)
@@ -54,7 +55,7 @@ def create_app(
             await jobs.start()
         yield
         if jobs is not None:
-            await jobs.stop()  # a job still decoding runs again after the restart
+            await jobs.stop()  # a job still decoding stops at its next window and is queued again
         # Shutdown: uvicorn has stopped accepting connections and waited (up to
         # GRACEFUL_TIMEOUT_S) for in-flight and queued requests before it gets here.
         logger.info("stopped after %d decodes", service.metrics.inferences)

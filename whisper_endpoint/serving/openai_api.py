@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form
+from fastapi import APIRouter, Form, Request
 from starlette.datastructures import UploadFile
 from starlette.responses import Response
 
@@ -22,6 +22,7 @@ from whisper_endpoint.adapters.errors import NotFoundError, with_param
 from whisper_endpoint.adapters.http import warnings_header
 from whisper_endpoint.adapters.payloads import text_parameters
 from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError, UnsupportedOptionError
+from whisper_endpoint.serving import openai_stream
 from whisper_endpoint.serving.openai_form import AudioForm, FormUploadRoute
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
@@ -35,12 +36,16 @@ def router(service: InferenceService) -> APIRouter:
     audio = APIRouter(prefix="/audio", route_class=FormUploadRoute)  # the body is read under the limits first
 
     @audio.post("/transcriptions", summary="OpenAI-compatible transcription (multipart form)")
-    async def transcriptions(form: Annotated[AudioForm, Form(media_type="multipart/form-data")]) -> Response:
-        return await _audio(service, form, task="transcribe")
+    async def transcriptions(
+        request: Request, form: Annotated[AudioForm, Form(media_type="multipart/form-data")]
+    ) -> Response:
+        return await _audio(service, request, form, task="transcribe")
 
     @audio.post("/translations", summary="OpenAI-compatible translation into English (multipart form)")
-    async def translations(form: Annotated[AudioForm, Form(media_type="multipart/form-data")]) -> Response:
-        return await _audio(service, form, task="translate")
+    async def translations(
+        request: Request, form: Annotated[AudioForm, Form(media_type="multipart/form-data")]
+    ) -> Response:
+        return await _audio(service, request, form, task="translate")
 
     @api.get("/models", summary="The one model this server serves")
     async def models() -> JSONResult:
@@ -64,11 +69,18 @@ def _model_card(service: InferenceService) -> dict:
     return {"id": service.model_id, "object": "model", "created": service.loaded_at, "owned_by": "whisper-endpoint"}
 
 
-async def _audio(service: InferenceService, form: AudioForm, *, task: str) -> Response:
+async def _audio(service: InferenceService, request: Request, form: AudioForm, *, task: str) -> Response:
+    # The deadline counts from the request's arrival (FormUploadRoute read the body before this runs).
+    context = request.state.decode_context
     audio = await _file(form.file)
     warnings: list[str] = []
     parameters = _parameters(service, form, task, warnings)
-    result = await service.run({"inputs": audio, "parameters": parameters})
+    payload = {"inputs": audio, "parameters": parameters}
+    if form.stream:
+        return await openai_stream.stream(service, request, payload, context, task=task,
+                                          response_format=form.response_format, warnings=warnings)
+    # The body was read (FormUploadRoute), so what the connection says next is the client's disconnect.
+    result = await service.run(payload, context, receive=request.receive)
     granularities = ("word",) if parameters["return_timestamps"] == "word" else ("segment",)
     rendered = formats.render(result, form.response_format, formats.Context(task=task, granularities=granularities))
     headers = warnings_header(warnings + result.get("warnings", []))
@@ -89,9 +101,11 @@ async def _file(upload) -> bytes:
 
 
 def _parameters(service: InferenceService, form: AudioForm, task: str, warnings: list[str]) -> dict:
-    if form.stream:
-        raise with_param(UnsupportedOptionError("streaming is not supported; send stream=false"), "stream")
     name, spec = form.response_format, formats.FORMATS[form.response_format]
+    if form.stream and name not in openai_stream.STREAMED_FORMATS:
+        raise with_param(UnsupportedOptionError(
+            f"stream=true gives transcript events for response_format {', '.join(openai_stream.STREAMED_FORMATS)}; "
+            f"{name} is not streamed: send stream=false"), "stream")
     if task == "translate" and spec.speakers == "required":
         raise with_param(InvalidParameterError(f"translations have no {name} format"), "response_format")
     if form.timestamp_granularities and name != "verbose_json":

@@ -57,6 +57,15 @@ class ServerSettings(BaseSettings):
     body_timeout_s: float = Field(
         30.0, gt=0, description="Longest wait for the next piece of a request body (408 past it)."
     )
+    request_timeout_s: float = Field(
+        0.0, ge=0, description="Deadline of a request on /, /predict and /v1 (0: none); past it the decode "
+        "stops at its next window and the answer is 504.",
+    )
+    # SageMaker real-time endpoints give up on an invocation after 60 s; the decode should not go on.
+    sagemaker_request_timeout_s: float = Field(
+        60.0, ge=0, description="Deadline of a request on /invocations (0: none; asynchronous inference and "
+        "batch transform allow longer).",
+    )
     graceful_timeout_s: float = Field(
         60.0, ge=0, description="On SIGTERM, how long in-flight and queued requests may still run."
     )
