@@ -72,6 +72,21 @@ def test_silence_gives_no_speakers_and_no_error(diarizing):
     assert len({run["speaker"] for run in result["speakers"]}) <= 1
 
 
+def test_segments_without_word_times_are_labelled_whole_and_said(diarizing):
+    from whisper_endpoint import speaker_labels
+    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.config import InferenceConfig
+
+    samples = decode_file(read_clip("asterisk_vm-next.flac"), max_seconds=60).samples
+    config = InferenceConfig(return_timestamps="segment")
+    transcript = diarizing.asr.transcribe(samples, config)  # segment times only: no words came with them
+    warnings = []
+    extra = speaker_labels.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000,
+                                          warnings)
+    assert " ".join(run["text"] for run in extra["speakers"]).split() == transcript.text.split()
+    assert "1 of 1 segments came without word times" in " ".join(warnings)
+
+
 def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):
     """Multichannel with diarize_channels: the first 10 s of the meeting (two voices) on the left, a
     clip (one voice) on the right; speakers and turns carry the channel's name."""

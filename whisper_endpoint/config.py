@@ -108,6 +108,13 @@ class ModelSettings(BaseSettings):
     max_audio_seconds: float = Field(
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
     )
+    max_batch_size: Optional[int] = Field(
+        None,
+        ge=1,
+        le=256,
+        description="Most windows decoded at once (a request's batch_size is capped by it); unset: the "
+        "device's default (device.py).",
+    )
     speakers_dir: Optional[Path] = Field(
         None, description="Known speakers: one folder per name holding 2-30 s clips of that voice, embedded at "
         "start-up (needs DIARIZATION_MODEL); a request's known_speakers win on a name clash.",
