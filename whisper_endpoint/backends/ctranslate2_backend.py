@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import windows
+from whisper_endpoint.backends import speech, windows
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
@@ -69,19 +69,28 @@ class CTranslate2Backend:
             decoding = {"mode": "batched", "batch_size": options.batch_size, "segmentation": "vad",
                         "remainders_decoded_again": recovered}
         else:
+            kwargs["language"], detected = self._speech_language(samples, options)
             generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
             segments = list(generator)  # the generator does the decoding
-            language, probability = info.language, info.language_probability
+            language, probability = info.language, detected or info.language_probability
             decoding = {"mode": "sequential", "batch_size": 1}
         result = [_segment(segment) for segment in segments]
         decoding.update(backend=self.name, model=self.model_name, device=self.device, compute_type=self.compute_type)
         return Transcript(
             segments=result,
             language=language,
-            language_probability=probability,
+            language_probability=probability if options.language is None and self.is_multilingual else None,
             decoding=decoding,
             warnings=warnings,
         )
+
+    def _speech_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str | None, float | None]:
+        """The language of the first 30 s of speech, not of the first 30 s of audio (a silent start would
+        decide it); the batched path already detects on speech only."""
+        if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
+            return options.language, None
+        language, probability, _ = self.model.detect_language(audio=speech.find_speech(samples).audio(samples))
+        return language, probability
 
     def _batched(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict):
         """Decode the speech packed into windows, then once more what any window left out (see windows.py)."""
@@ -123,4 +132,10 @@ def _segment(segment) -> Segment:
     if segment.words is not None:
         # faster-whisper gives numpy floats in places; the response needs plain JSON numbers.
         words = tuple(Word(float(w.start), float(w.end), w.word, float(w.probability)) for w in segment.words)
-    return Segment(float(segment.start), float(segment.end), segment.text, words)
+    return Segment(float(segment.start), float(segment.end), segment.text, words,
+                   avg_logprob=_number(segment.avg_logprob), no_speech_prob=_number(segment.no_speech_prob),
+                   compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature))
+
+
+def _number(value) -> float | None:
+    return None if value is None else float(value)

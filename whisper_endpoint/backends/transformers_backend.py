@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends import speech
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
@@ -79,6 +80,7 @@ class TransformersBackend:
     def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         warnings: list[str] = []
+        options, probability = self._with_language(samples, options)
         generate_kwargs = self._generate_kwargs(samples, options, warnings)
         long_audio = len(samples) > options.chunk_length_s * TARGET_RATE
         assisted = "assistant_model" in generate_kwargs
@@ -105,6 +107,7 @@ class TransformersBackend:
         return Transcript(
             segments=_segments(output, options.return_timestamps, len(samples) / TARGET_RATE),
             language=generate_kwargs.get("language", "en"),
+            language_probability=probability,
             decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
                       "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
                       "assisted": assisted},
@@ -119,7 +122,7 @@ class TransformersBackend:
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
-            kwargs["language"] = options.language or self._detect_language(samples)
+            kwargs["language"] = options.language
         if options.initial_prompt:
             kwargs["prompt_ids"] = self.tokenizer.get_prompt_ids(options.initial_prompt, return_tensors="pt").to(self.device)
         if options.vad_filter:
@@ -141,19 +144,35 @@ class TransformersBackend:
                 kwargs["assistant_model"] = self.assistant
         return kwargs
 
-    def _detect_language(self, samples: np.ndarray) -> str:
-        """Whisper's language detection on the first window, once for the whole input.
+    def _with_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[InferenceConfig, float | None]:
+        """The options with the language set (detected when not given, multilingual models) and how sure
+        the detection was (None when nothing was detected)."""
+        if options.language is not None or not self.is_multilingual:
+            return options, None
+        language, probability = self._detect_language(samples, options)
+        return options.model_copy(update={"language": language}), probability
+
+    def _detect_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str, float]:
+        """Whisper's language detection on the first 30 s of speech (of audio with drop_non_speech: false),
+        once for the whole input, and how sure it is.
 
         One language for all chunks, as faster-whisper does (and the pipeline's own per-chunk
         language output breaks its batching: IndexError with batch_size > 1).
         """
         import torch
 
-        window = samples[: self.pipe.feature_extractor.n_samples]
+        audio = speech.find_speech(samples).audio(samples) if options.drop_non_speech else samples
+        window = audio[: self.pipe.feature_extractor.n_samples]
         features = self.pipe.feature_extractor(window, sampling_rate=TARGET_RATE, return_tensors="pt").input_features
+        config = self.model.generation_config
+        start = torch.tensor([[config.decoder_start_token_id]], device=self.device)
         with torch.inference_mode():
-            token = int(self.model.detect_language(input_features=features.to(self.device, self.dtype))[0])
-        return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
+            logits = self.model(input_features=features.to(self.device, self.dtype), decoder_input_ids=start,
+                                use_cache=False).logits[0, -1]
+        ids = list(config.lang_to_id.values())
+        probabilities = torch.softmax(logits[ids].float(), dim=-1)
+        best = int(probabilities.argmax())
+        return self.tokenizer.convert_ids_to_tokens(ids[best]).strip("<|>"), float(probabilities[best])
 
 
 def _asr_pipeline(model, tokenizer, features, device: str):
