@@ -170,6 +170,16 @@ def _clip(name: str) -> tuple[np.ndarray, str]:
     return decode_audio(str(CLIPS / name), sampling_rate=RATE), refs[name]
 
 
+def noise(seconds: float, exponent: float, dbfs: float, seed: int = 25) -> np.ndarray:
+    """White (0), pink (1) or brown (2) noise at ``dbfs`` (RMS), fixed seed: for tests."""
+    return _level(_coloured(np.random.default_rng(seed), seconds, exponent), dbfs)
+
+
+def band_music(seconds: float, seed: int = 25) -> np.ndarray:
+    """The band loop (pad chords, bass, drums) at -18 dBFS, fixed seed: for tests."""
+    return _level(_band(np.random.default_rng(seed), seconds), -18)
+
+
 def _recipes(rng):
     """(name, kind, make) for every file; ``make()`` returns samples, or (samples, speech)."""
     silence = lambda s: np.zeros(int(s * RATE))  # noqa: E731

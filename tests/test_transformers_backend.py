@@ -19,13 +19,6 @@ from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
 THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-invalidpin.flac"]
 
 
-@pytest.fixture(scope="module")
-def tiny_tf(settings_factory):
-    from whisper_endpoint.handler import EndpointHandler
-
-    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", asr_backend="transformers"))
-
-
 def _converted(settings_factory, name):
     cache = settings_factory().model_cache_dir
     return converted_model_dir(embedded.assemble(embedded.MODELS[name], cache), cache)

@@ -116,7 +116,8 @@ class InferenceConfig(BaseModel):
     drop_non_speech: bool = Field(
         True,
         description="No words over silence, noise or music: nothing is decoded when the VAD finds no speech, and "
-        "segments over no speech (or that Whisper marks as no speech) are dropped; false keeps all Whisper decodes.",
+        "words outside its speech (or in segments Whisper marks as no speech) are dropped; false keeps all "
+        "Whisper decodes.",
     )
     recover_dropped_speech: bool = Field(
         True,

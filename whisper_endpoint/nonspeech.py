@@ -5,18 +5,20 @@ from pink noise. Around the backend's transcription, on both backends and both d
 
 1. the VAD (backends/speech.py) finds no speech: nothing is decoded; the response has no text, a
    "no speech found" warning and ``decoding.mode: "no speech"`` (and diarization does not run);
-2. a segment none of whose words (without word times: no part of which) lies over the VAD's speech
-   is dropped: text made up over the silence before or after speech;
+2. words that do not lie over the VAD's speech are dropped (without word times: segments no part of
+   which does): text made up over the silence before or after speech, also when the backend put it in
+   one segment with real speech (the transformers backend groups words into sentences);
 3. a segment Whisper itself marks as no speech is dropped: its no-speech probability over
    ``NO_SPEECH_THRESHOLD`` with an average token log-probability under ``LOGPROB_THRESHOLD``, Whisper's
    rule, which faster-whisper's sequential decoder applies to each window and its batched pipeline
    (all long audio) does not.
 
-``drop_non_speech: false`` keeps everything the backend decoded, as before. ``keeps`` judges one
-segment, so a step that sees segments one at a time can apply the same rule.
+``drop_non_speech: false`` keeps everything the backend decoded, as before.
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from whisper_endpoint.backends.speech import Speech, find_speech
 from whisper_endpoint.config import InferenceConfig
@@ -37,24 +39,32 @@ def transcribe(asr, samples, config: InferenceConfig) -> Transcript:
     if not speech:
         return _nothing(asr, config)
     transcript = asr.transcribe(samples, config)
-    kept = [segment for segment in transcript.segments if keeps(segment, speech)]
-    dropped = len(transcript.segments) - len(kept)
-    if dropped:
+    kept = [s for s in (over_speech(segment, speech) for segment in transcript.segments) if s is not None]
+    if kept != transcript.segments:
+        dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
         transcript.segments = kept
-        transcript.decoding["non_speech_segments_dropped"] = dropped
+        transcript.decoding["non_speech_words_dropped"] = dropped
         transcript.warnings.append(
-            f"{dropped} decoded segment(s) dropped as non-speech: no word over the speech the voice activity "
-            "detector found, or Whisper's own no-speech verdict (drop_non_speech: false keeps them)"
+            f"{dropped} decoded word(s) dropped as non-speech: outside the speech the voice activity detector "
+            "found, or in a segment Whisper itself marks as no speech (drop_non_speech: false keeps them)"
         )
     return transcript
 
 
-def keeps(segment: Segment, speech: Speech) -> bool:
+def over_speech(segment: Segment, speech: Speech) -> Segment | None:
+    """The part of ``segment`` over ``speech``: its words that overlap it (the whole segment when it has
+    no word times and overlaps it); None when nothing is left or Whisper marks it as no speech."""
     if marked_no_speech(segment):
-        return False
-    if segment.words:
-        return any(speech.overlaps(word.start, word.end) for word in segment.words)
-    return speech.overlaps(segment.start, segment.end)
+        return None
+    if not segment.words:
+        return segment if speech.overlaps(segment.start, segment.end) else None
+    words = tuple(word for word in segment.words if speech.overlaps(word.start, word.end))
+    if len(words) == len(segment.words):
+        return segment
+    if not words:
+        return None
+    return replace(segment, start=words[0].start, end=words[-1].end, text="".join(w.text for w in words),
+                   words=words)
 
 
 def marked_no_speech(segment: Segment) -> bool:
