@@ -38,7 +38,11 @@ def transcribe(asr, samples, config: InferenceConfig) -> Transcript:
     speech = find_speech(samples)
     if not speech:
         return _nothing(asr, config)
-    transcript = asr.transcribe(samples, config)
+    return keep_speech(asr.transcribe(samples, config), speech)
+
+
+def keep_speech(transcript: Transcript, speech: Speech) -> Transcript:
+    """``transcript`` (changed in place) without what lies outside ``speech``, with a warning if anything went."""
     kept = [s for s in (over_speech(segment, speech) for segment in transcript.segments) if s is not None]
     if kept != transcript.segments:
         dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
