@@ -103,8 +103,6 @@ def _decoded_once(handler, path: Path) -> tuple[str, str]:
     """The text before and after from one decode: over ``chunk_length_s`` the batched path runs, whose
     language detection (on the VAD's speech) and decoding do not depend on ``drop_non_speech``, so the
     after is exactly the before's transcript through the filter (the VAD found speech in every file)."""
-    from copy import deepcopy
-
     from whisper_endpoint.audio import decode_file
     from whisper_endpoint.backends.speech import find_speech
     from whisper_endpoint.config import InferenceConfig
@@ -113,7 +111,7 @@ def _decoded_once(handler, path: Path) -> tuple[str, str]:
     samples = decode_file(path.read_bytes(), max_seconds=3600).samples
     assert len(samples) > 30 * 16000, path
     before = handler.asr.transcribe(samples, InferenceConfig(drop_non_speech=False))
-    after = keep_speech(deepcopy(before), find_speech(samples))
+    after = keep_speech(before, find_speech(samples))
     return before.text, after.text
 
 

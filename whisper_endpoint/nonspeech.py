@@ -42,17 +42,15 @@ def transcribe(asr, samples, config: InferenceConfig) -> Transcript:
 
 
 def keep_speech(transcript: Transcript, speech: Speech) -> Transcript:
-    """``transcript`` (changed in place) without what lies outside ``speech``, with a warning if anything went."""
+    """``transcript`` without what lies outside ``speech``, with a warning when anything went."""
     kept = [s for s in (over_speech(segment, speech) for segment in transcript.segments) if s is not None]
-    if kept != transcript.segments:
-        dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
-        transcript.segments = kept
-        transcript.decoding["non_speech_words_dropped"] = dropped
-        transcript.warnings.append(
-            f"{dropped} decoded word(s) dropped as non-speech: outside the speech the voice activity detector "
-            "found, or in a segment Whisper itself marks as no speech (drop_non_speech: false keeps them)"
-        )
-    return transcript
+    if kept == transcript.segments:
+        return transcript
+    dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
+    warning = (f"{dropped} decoded word(s) dropped as non-speech: outside the speech the voice activity detector "
+               "found, or in a segment Whisper itself marks as no speech (drop_non_speech: false keeps them)")
+    return replace(transcript, segments=kept, decoding={**transcript.decoding, "non_speech_words_dropped": dropped},
+                   warnings=[*transcript.warnings, warning])
 
 
 def over_speech(segment: Segment, speech: Speech) -> Segment | None:
