@@ -61,3 +61,41 @@ def wait_until(condition, timeout: float = 20, interval: float = 0.02) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("condition not met in time")
         time.sleep(interval)
+
+
+class HeldHandler:
+    """The real handler, whose decodes can be held after a chosen window: tests then decide what
+    happens while a decode is in progress by order, not by timing.
+
+    ``hold_at``: the window after which the first ``holds`` decodes wait (their decode context's hook
+    blocks) until ``release`` is set or, when ``until_stopped``, their context is stopped (deadline,
+    disconnect, shutdown), which then stops them there. ``reports`` records every progress report as
+    (decode number, windows done, windows total), in order.
+    """
+
+    def __init__(self, handler, *, hold_at: int = 1, holds: int = 1, until_stopped: bool = True):
+        self.handler, self.asr, self.diarizer = handler, handler.asr, handler.diarizer
+        self.hold_at, self.holds, self.until_stopped = hold_at, holds, until_stopped
+        self.held = threading.Event()  # a decode is waiting at hold_at
+        self.release = threading.Event()
+        self.contexts: list = []
+        self.reports: list[tuple[int, int, int]] = []
+
+    def __call__(self, data: dict) -> dict:
+        return self.handler(data)
+
+    def run(self, data: dict, context) -> dict:
+        number = len(self.contexts)
+        self.contexts.append(context)
+        context.listen(lambda progress: self._reported(number, context, progress))
+        return self.handler.run(data, context)
+
+    def _reported(self, number: int, context, progress) -> None:
+        self.reports.append((number, progress.windows_done, progress.windows_total))
+        if number < self.holds and progress.windows_done == self.hold_at and progress.stage == "decoding":
+            self.held.set()
+            wait_until(lambda: self.release.is_set() or (self.until_stopped and context.stop_reason is not None),
+                       timeout=60)
+
+    def windows_done(self, number: int) -> int:
+        return max((done for n, done, _ in self.reports if n == number), default=0)

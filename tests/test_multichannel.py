@@ -14,7 +14,7 @@ from scripts.metrics import normalize
 from tests.conftest import CLIPS, clip_refs, decode_reference, encode
 from tests.serving_helpers import live_server
 from whisper_endpoint import formats
-from whisper_endpoint.audio import TARGET_RATE, channels_from_array, decode_channels
+from whisper_endpoint.audio import TARGET_RATE, channels_from_array, decode_channels, decode_file
 from whisper_endpoint.batch.runner import check_formats
 from whisper_endpoint.channel_merge import Spoken, channel_turns
 from whisper_endpoint.crosstalk import gate_crosstalk
@@ -172,6 +172,15 @@ def test_each_channel_is_resampled_on_its_own():
 def test_eight_unnamed_channels_decode():
     # PyAV's resampler crashes the process on such a layout; every channel goes through it alone.
     assert decode_channels(_wav(8, 0.5, rate=22050), max_seconds=60).samples.shape == (8, 8000)
+
+
+@pytest.mark.parametrize("channels", [9, 16, 32])
+def test_more_than_eight_channels_are_down_mixed(channels):
+    """Without multichannel such a file is down-mixed like any other; FFmpeg's resampler refuses most
+    of these unnamed layouts, which was a 500."""
+    audio = decode_file(_wav(channels, 1.0, rate=22050), max_seconds=60)
+    assert audio.samples.shape == (TARGET_RATE,) and audio.source_channels == channels
+    assert 0 < np.abs(audio.samples).max() < 1
 
 
 def test_the_limit_counts_channel_seconds():

@@ -14,6 +14,7 @@ from tests.conftest import CLIPS, read_clip
 from whisper_endpoint import embedded
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.convert import converted_model_dir
+from whisper_endpoint.decode_context import DecodeContext, DecodeStopped
 from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
 
 THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-invalidpin.flac"]
@@ -87,6 +88,22 @@ def test_long_audio_runs_long_form_generate_on_cpu(tiny_tf, long_audio, timestam
     if timestamps != "none":
         assert ends == sorted(ends) and ends[-1] > 30
         assert [c["timestamp"][0] for c in result["chunks"]] == sorted(c["timestamp"][0] for c in result["chunks"])
+
+
+def test_long_form_reports_each_window_and_stops_at_the_next_when_cancelled(tiny_tf, long_audio):
+    """The encoders' hook (decode_context.py): cancelled once the first window is reported decoded, the
+    decode stops before the second window's encoder pass."""
+    reports = []
+
+    def cancel_after_the_first(progress):
+        reports.append((progress.windows_done, progress.windows_total))
+        if progress.windows_done == 1:
+            context.cancel("disconnected")
+
+    context = DecodeContext(listeners=(cancel_after_the_first,))
+    with pytest.raises(DecodeStopped) as stopped:
+        tiny_tf.run({"inputs": {"array": long_audio, "sampling_rate": 16000}}, context)
+    assert stopped.value.reason == "disconnected" and reports == [(0, 2), (1, 2)]
 
 
 def test_long_audio_chunked_batches_where_they_pay(tiny_tf, long_audio, monkeypatch):

@@ -92,13 +92,13 @@ def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
         array = np.asarray(values, dtype=np.float32)
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("inputs.array must be a list of numbers") from exc
-    if array.ndim == 2 and 1 <= array.shape[0] <= 8:
+    if array.ndim == 2 and 1 <= array.shape[0] <= MAX_CHANNELS:
         channels, array = array.shape[0], array.mean(axis=0)
     elif array.ndim == 1:
         channels = 1
     else:
         raise InvalidInputError(
-            f"inputs.array must be 1-D samples or 2-D (channels<=8, samples); got shape {array.shape}"
+            f"inputs.array must be 1-D samples or 2-D (channels<={MAX_CHANNELS}, samples); got shape {array.shape}"
         )
     if not np.isfinite(array).all():
         raise InvalidInputError("inputs.array contains NaN or infinite values")
@@ -154,6 +154,7 @@ def _resample(frames, *, max_seconds: float) -> np.ndarray:
             chunks.append(chunk)
 
     for frame in frames:
+        frame = _at_most_eight_channels(frame)
         frame.pts = None  # let the resampler count; damaged files carry broken timestamps
         # A resampler takes one input format: a damaged or chained stream can change its channels
         # or rate mid-way (found by scripts/fuzz.py), so such a change starts a new one.
@@ -171,6 +172,16 @@ def _resample(frames, *, max_seconds: float) -> np.ndarray:
     if not chunks:
         return np.zeros(0, dtype=np.float32)
     return np.concatenate(chunks).astype(np.float32, copy=False)
+
+
+def _at_most_eight_channels(frame):
+    """A frame of more than 8 channels, down-mixed here to mono (the mean of its channels): FFmpeg's
+    resampler refuses most such unnamed layouts (9, 11, 13 and 15 to 33 channels, PyAV 18)."""
+    if len(frame.layout.channels) <= MAX_CHANNELS:
+        return frame
+    mono = av.AudioFrame.from_ndarray(_float_planes(frame).mean(axis=0, keepdims=True), format="flt", layout="mono")
+    mono.sample_rate = frame.sample_rate
+    return mono
 
 
 def _checked(audio: Audio) -> Audio:

@@ -31,14 +31,14 @@ NO_SPEECH_WARNING = "no speech found: the voice activity detector heard none, so
                     "(drop_non_speech: false decodes it anyway)"
 
 
-def transcribe(asr, samples, config: InferenceConfig) -> Transcript:
-    """``asr.transcribe(samples, config)`` without what it decoded over non-speech."""
+def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcript:
+    """``asr.transcribe(samples, config, context)`` without what it decoded over non-speech."""
     if not config.drop_non_speech:
-        return asr.transcribe(samples, config)
+        return asr.transcribe(samples, config, context)
     speech = find_speech(samples)
     if not speech:
         return _nothing(asr, config)
-    return keep_speech(asr.transcribe(samples, config), speech)
+    return keep_speech(asr.transcribe(samples, config, context), speech)
 
 
 def keep_speech(transcript: Transcript, speech: Speech) -> Transcript:

@@ -48,7 +48,9 @@ def launch_server(model: str, log: Path, *, max_concurrency: int = 1, cpu_thread
     port = _free_port()
     env = {**os.environ, "ASR_MODEL": model, "PORT": str(port), "HOST": "127.0.0.1", "CPU_THREADS": str(cpu_threads),
            "MAX_CONCURRENCY": str(max_concurrency), "HF_HUB_OFFLINE": "1"}
-    env.pop("NUM_WORKERS", None)  # the server gives the model one CTranslate2 worker per MAX_CONCURRENCY slot
+    # The server gives the model one CTranslate2 worker per slot: MAX_CONCURRENCY's, and the jobs' (off here).
+    env.pop("NUM_WORKERS", None)
+    env["JOBS_ENABLED"] = "false"
     process = subprocess.Popen([sys.executable, "server.py", "serve"], cwd=ROOT, env=env,
                                stdout=log.open("wb"), stderr=subprocess.STDOUT)
     return process, f"http://127.0.0.1:{port}"

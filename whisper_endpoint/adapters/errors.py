@@ -72,6 +72,28 @@ class OverloadedError(EndpointError):
     retry_after = 5
 
 
+class DeadlineExceededError(EndpointError):
+    """The request passed its deadline (REQUEST_TIMEOUT_S...): its decode stopped at the next window."""
+
+    status = 504
+    code = "deadline_exceeded"
+
+
+class ClientClosedError(EndpointError):
+    """The client disconnected while its request waited or decoded; the answer goes nowhere (nginx's 499)."""
+
+    status = 499
+    code = "client_closed_request"
+
+
+class ShuttingDownError(EndpointError):
+    """The server is stopping (SIGTERM): the decode stopped at its next window; retry on another replica."""
+
+    status = 503
+    code = "shutting_down"
+    retry_after = 5
+
+
 class InternalError(EndpointError):
     status = 500
     code = "internal_error"

@@ -15,8 +15,15 @@ import json
 import logging
 from dataclasses import dataclass, field
 
-from whisper_endpoint.adapters.errors import InternalError, OverloadedError
+from whisper_endpoint.adapters.errors import (
+    ClientClosedError,
+    DeadlineExceededError,
+    InternalError,
+    OverloadedError,
+    ShuttingDownError,
+)
 from whisper_endpoint.adapters.payloads import bare_media_type, toolkit_payload
+from whisper_endpoint.decode_context import DEADLINE, DISCONNECTED, DecodeStopped
 from whisper_endpoint.errors import EndpointError
 
 logger = logging.getLogger(__name__)
@@ -45,11 +52,26 @@ def as_endpoint_error(exc: BaseException) -> EndpointError:
     """Any exception raised while answering a request, as one of the error family."""
     if isinstance(exc, EndpointError):
         return exc
+    if isinstance(exc, DecodeStopped):
+        return stopped_error(exc)
     if isinstance(exc, MemoryError) or type(exc).__name__ == "OutOfMemoryError":
         logger.error("out of memory: %s", type(exc).__name__)
         return OverloadedError("the server ran out of memory for this request; retry later")
     logger.error("unexpected error", exc_info=exc)  # the traceback is for the operator, not the client
     return InternalError()
+
+
+def stopped_error(stopped: DecodeStopped) -> EndpointError:
+    """A decode stopped before its end, as the error its request is answered with."""
+    progress = f"after {stopped.progress.windows_done} of {stopped.progress.windows_total} windows"
+    if stopped.reason == DEADLINE:
+        return DeadlineExceededError(
+            f"the request passed its deadline of {stopped.timeout_s:g} s (setting {stopped.timeout_setting}); "
+            f"decoding stopped {progress}: send shorter audio, or use POST /jobs for long files"
+        )
+    if stopped.reason == DISCONNECTED:
+        return ClientClosedError(f"the client disconnected; decoding stopped {progress}")
+    return ShuttingDownError(f"the server is shutting down; decoding stopped {progress}: retry")
 
 
 def error_reply(exc: BaseException, *, openai: bool = False) -> Reply:

@@ -1,6 +1,8 @@
-"""What every ASR backend offers: load once, then ``transcribe(samples, options) -> Transcript``.
+"""What every ASR backend offers: load once, then ``transcribe(samples, options, context) -> Transcript``.
 
 ``options`` is the request's own ``InferenceConfig``: backends read the fields they use from it.
+``context`` (optional) is the request's ``DecodeContext``: backends ``report`` each decoded window
+to it, which is where a decode is stopped (deadline, client gone, shutdown).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Protocol
 import numpy as np
 
 from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.decode_context import DecodeContext
 from whisper_endpoint.errors import UnsupportedOptionError
 from whisper_endpoint.results import Transcript
 
@@ -19,7 +22,9 @@ class ASRBackend(Protocol):
     model_name: str
     is_multilingual: bool
 
-    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript: ...
+    def transcribe(
+        self, samples: np.ndarray, options: InferenceConfig, context: DecodeContext | None = None
+    ) -> Transcript: ...
 
 
 def check_language_options(options: InferenceConfig, *, is_multilingual: bool, model_name: str) -> None:

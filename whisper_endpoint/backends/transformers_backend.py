@@ -17,6 +17,11 @@ Speculative decoding (``assisted: true``) takes an assistant with the main model
 decoder-only model sharing the main encoder (distil-whisper style, ``WhisperForCausalLM``) or a
 smaller full Whisper. transformers' assisted generation needs batch size 1, so assisted requests
 decode their windows one at a time, and the response says so.
+
+The request's ``DecodeContext`` hears of every encoder call (a window, or a batch of chunks) through a
+hook on the encoders, which is also where a decode is stopped; the total is an estimate (long-form
+generate seeks as far as each window's text reaches). The segments come when the pipeline ends, in
+one report: transformers returns no text before it has decoded every window.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
+import math
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +42,7 @@ from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.decode_context import DecodeContext
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
@@ -70,6 +79,8 @@ class TransformersBackend:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.pipe = _asr_pipeline(self.model, tokenizer, features, device)
         self.word_pipe = _asr_pipeline(_eager_twin(self.model), tokenizer, features, device)
+        for pipe in (self.pipe, self.word_pipe):
+            pipe.model.get_encoder().register_forward_pre_hook(_before_window, with_kwargs=True)
         self.model_name = model_name
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
@@ -77,8 +88,10 @@ class TransformersBackend:
             self.assistant = load_assistant(assistant_path, assistant_name or str(assistant_path), self)
         logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
 
-    def transcribe(self, samples: np.ndarray, options: InferenceConfig) -> Transcript:
+    def transcribe(self, samples: np.ndarray, options: InferenceConfig,
+                   context: DecodeContext | None = None) -> Transcript:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
+        context = context or DecodeContext()
         warnings: list[str] = []
         options, probability = self._with_language(samples, options)
         generate_kwargs = self._generate_kwargs(samples, options, warnings)
@@ -96,16 +109,21 @@ class TransformersBackend:
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
         pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
-        output = pipe(
-            {"raw": samples, "sampling_rate": TARGET_RATE},
-            chunk_length_s=options.chunk_length_s if chunked else None,
-            batch_size=batch_size,
-            return_timestamps=timestamps,
-            generate_kwargs=generate_kwargs,
-        )
+        duration = len(samples) / TARGET_RATE
+        windows = _Windows(context, _windows_total(duration, options.chunk_length_s if chunked else None))
+        with windows.counting():
+            output = pipe(
+                {"raw": samples, "sampling_rate": TARGET_RATE},
+                chunk_length_s=options.chunk_length_s if chunked else None,
+                batch_size=batch_size,
+                return_timestamps=timestamps,
+                generate_kwargs=generate_kwargs,
+            )
+        segments = _segments(output, options.return_timestamps, duration)
+        context.report(windows.done, windows.total, segments)
         mode = "chunked" if chunked else "sequential"
         return Transcript(
-            segments=_segments(output, options.return_timestamps, len(samples) / TARGET_RATE),
+            segments=segments,
             language=generate_kwargs.get("language", "en"),
             language_probability=probability,
             decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
@@ -173,6 +191,45 @@ class TransformersBackend:
         probabilities = torch.softmax(logits[ids].float(), dim=-1)
         best = int(probabilities.argmax())
         return self.tokenizer.convert_ids_to_tokens(ids[best]).strip("<|>"), float(probabilities[best])
+
+
+class _Windows:
+    """One request's windows, counted by the encoders' hook inside ``with windows.counting():``
+    (this thread only: requests on other threads count their own)."""
+
+    def __init__(self, context: DecodeContext, total: int):
+        self.context, self.total, self.done = context, total, 0
+
+    @contextmanager
+    def counting(self):
+        token = _current.set(self)
+        try:
+            yield
+        finally:
+            _current.reset(token)
+
+
+_current: ContextVar[_Windows | None] = ContextVar("decode_windows", default=None)
+
+
+def _before_window(module, args, kwargs) -> None:
+    """Encoder pre-hook: report the windows decoded so far (a stop asked for raises here), then count
+    this call's windows. Calls outside a request's pipeline (language detection) are not counted."""
+    windows = _current.get()
+    features = kwargs.get("input_features", args[0] if args else None)
+    if windows is None or features is None:
+        return
+    windows.context.report(windows.done, windows.total)
+    windows.done += features.shape[0]
+
+
+def _windows_total(duration: float, chunk_length_s: float | None) -> int:
+    """Windows the pipeline will encode: 30 s each for long-form generate (more when a window's text
+    stops early), or the chunked pipeline's chunks (a sixth of a chunk overlaps on each side)."""
+    if chunk_length_s is None:
+        return max(1, math.ceil(duration / 30))
+    step = chunk_length_s * 2 / 3
+    return 1 + max(0, math.ceil((duration - chunk_length_s) / step))
 
 
 def _asr_pipeline(model, tokenizer, features, device: str):

@@ -72,6 +72,24 @@ def diarized_json(result: dict) -> dict:
     }
 
 
+# Server-sent events of ``stream=true`` (OpenAI's transcription stream events).
+
+
+def text_delta(delta: str) -> dict:
+    return {"type": "transcript.text.delta", "delta": delta}
+
+
+def text_done(result: dict, *, task: str, warnings: list[str]) -> dict:
+    """The last event: the whole text, ``usage`` as in ``json``, and our warnings (OpenAI's events have no
+    place for them, and the ``X-Warnings`` header is sent before any exists)."""
+    return {"type": "transcript.text.done", **json_body(result, task=task), "warnings": warnings}
+
+
+def text_segments(result: dict) -> list[dict]:
+    """``transcript.text.segment`` events: diarized_json's segments (speaker, start, end, text)."""
+    return diarized_json(result)["segments"]
+
+
 def language_name(code: str | None) -> str | None:
     """OpenAI names the language ("english"); the handler gives Whisper's code ("en")."""
     if code is None:

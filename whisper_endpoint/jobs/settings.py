@@ -32,7 +32,17 @@ class JobSettings(BaseSettings):
     max_attempts: int = Field(
         3, ge=1, description="Runs a job may start; a job interrupted (server killed) this often fails."
     )
-    concurrency: int = Field(1, ge=1, le=64, description="Jobs decoded at once (they share MAX_CONCURRENCY).")
+    concurrency: int = Field(
+        1, ge=1, le=64, description="Jobs decoded at once, on slots of their own (besides MAX_CONCURRENCY)."
+    )
+    timeout_s: float = Field(
+        24 * 3600.0, ge=0, description="A job's decode stops at its next window past this and the job fails "
+        "(0: no deadline)."
+    )
+    stop_timeout_s: float = Field(
+        30.0, ge=0, description="On shutdown, how long to wait for running jobs to stop at their next window "
+        "(they are queued again; one still inside its window then is queued again all the same, its window dropped)."
+    )
     poll_s: float = Field(2.0, gt=0, description="How often the worker looks for work and expired jobs.")
     callback_timeout_s: float = Field(10.0, gt=0, description="Timeout of one callback request.")
     callback_attempts: int = Field(3, ge=1, le=10, description="Tries per callback (1 s, 2 s, ... apart).")

@@ -1,8 +1,8 @@
 """Jobs in SQLite: one row per job, so a restart loses none.
 
-States: ``queued`` -> ``running`` -> ``succeeded`` | ``failed``. A job still ``running`` when the
-server starts was interrupted (the process died): it is queued again, or failed once it has been
-started ``max_attempts`` times. Every change is one transaction; the connection is shared by the
+States: ``queued`` -> ``running`` -> ``succeeded`` | ``failed``; ``running`` -> ``queued`` when the
+server stops it to shut down. A job still ``running`` when the server starts was interrupted (the
+process died): it is queued again, or failed once it has been started ``max_attempts`` times. Every change is one transaction; the connection is shared by the
 event loop's worker threads under a lock (SQLite allows one writer at a time anyway).
 """
 
@@ -130,6 +130,15 @@ class JobStore:
             self._db.execute(
                 "UPDATE jobs SET status = ?, finished_at = ?, result = ?, error = ? WHERE id = ?",
                 (status, time.time(), result, error, job_id),
+            )
+
+    def requeue(self, job_id: str) -> None:
+        """A running job the server stopped itself (shutdown): queued again, this start not counted."""
+        with self._lock:
+            self._db.execute(
+                "UPDATE jobs SET status = ?, started_at = NULL, attempts = MAX(attempts - 1, 0) "
+                "WHERE id = ? AND status = ?",
+                (QUEUED, job_id, RUNNING),
             )
 
     def set_callback_status(self, job_id: str, status: str) -> None:

@@ -1,9 +1,14 @@
 """The job runner inside the server: takes queued jobs from the store and decodes them through the
-same ``InferenceService`` as the real-time routes (its concurrency gate and error mapping), then
+same ``InferenceService`` as the real-time routes (its error mapping), on slots of their own, then
 stores the result, removes the upload and sends the callback.
 
-Runs as asyncio tasks started and stopped by the app's lifespan. A job still running when the
-process dies stays ``running`` in the store and is queued again at the next start.
+Runs as ``JOBS_CONCURRENCY`` asyncio tasks started and stopped by the app's lifespan; every store and
+file operation runs on a thread, never on the event loop. Each running job has a ``DecodeContext``:
+its progress (windows decoded, stage) is what GET /jobs/{id} shows, its deadline is ``JOBS_TIMEOUT_S``
+(past it the decode stops at its next window and the job fails), and a shutdown stops it at its next
+window and queues it again (a worker still inside a window after JOBS_STOP_TIMEOUT_S is cancelled, and
+its job queued again all the same). A job still running when the process dies stays ``running`` in the store
+and is queued again at the next start.
 """
 
 from __future__ import annotations
@@ -15,14 +20,18 @@ from pathlib import Path
 
 import anyio
 
-from whisper_endpoint.adapters.errors import QueueFullError
+from whisper_endpoint.adapters.errors import InternalError
+from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.adapters.payloads import toolkit_payload
+from whisper_endpoint.decode_context import SHUTDOWN, DecodeContext, DecodeStopped
 from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings
 from whisper_endpoint.jobs.store import Job, JobStore
 
 logger = logging.getLogger(__name__)
+
+UPLOAD_LOST = {"error": "the job's upload is missing on the server", "code": "upload_lost", "status": 500}
 
 
 class Jobs:
@@ -33,7 +42,9 @@ class Jobs:
         self.service = service
         self.store: JobStore | None = None
         self.unavailable: str | None = None  # why /jobs cannot work (the database could not be opened)
+        self.running: dict[str, DecodeContext] = {}  # job id -> its decode's context (progress)
         self._wake = asyncio.Event()
+        self._stopping = False
         self._tasks: list[asyncio.Task] = []
         self._callbacks: set[asyncio.Task] = set()
 
@@ -41,31 +52,40 @@ class Jobs:
 
     async def start(self) -> None:
         try:
-            self.settings.uploads.mkdir(parents=True, exist_ok=True)
+            await anyio.to_thread.run_sync(lambda: self.settings.uploads.mkdir(parents=True, exist_ok=True))
             self.store = await anyio.to_thread.run_sync(JobStore, self.settings.db)
         except Exception as exc:  # a read-only or missing volume must not take the real-time routes down
             self.unavailable = f"the job store cannot be opened ({type(exc).__name__}); see the server log"
             logger.error("jobs disabled: cannot open %s", self.settings.db, exc_info=exc)
             return
-        requeued, failed = self.store.recover(self.settings.max_attempts)
+        requeued, failed = await anyio.to_thread.run_sync(self.store.recover, self.settings.max_attempts)
         if requeued or failed:
             logger.info("jobs after restart: %d queued again, %d failed (interrupted too often)",
                         requeued, len(failed))
         for job in failed:
-            self._finished(job.id)
+            await self._finished(job.id)
         self._tasks = [
             asyncio.create_task(self._run(), name=f"job-worker-{n}") for n in range(self.settings.concurrency)
         ]
 
     async def stop(self) -> None:
-        """Stop taking jobs; a job being decoded stays ``running`` and runs again after the restart."""
-        for task in [*self._tasks, *self._callbacks]:
+        """Stop taking jobs; a job being decoded stops at its next window and is queued again."""
+        self._stopping = True
+        for context in list(self.running.values()):
+            context.cancel(SHUTDOWN)
+        self._wake.set()
+        if self._tasks:
+            _, late = await asyncio.wait(self._tasks, timeout=self.settings.stop_timeout_s)
+            for task in late:  # still inside a window: cancelled, its job is queued again (_decode)
+                logger.warning("a job did not stop within JOBS_STOP_TIMEOUT_S; queued again, its window dropped")
+                task.cancel()
+        for task in self._callbacks:
             task.cancel()
         await asyncio.gather(*self._tasks, *self._callbacks, return_exceptions=True)
         if self.store is not None:
-            self.store.close()
+            await anyio.to_thread.run_sync(self.store.close)
 
-    # --- submission ----------------------------------------------------------------------------
+    # --- submission and progress ---------------------------------------------------------------
 
     def new_upload(self) -> tuple[str, Path]:
         job_id = uuid.uuid4().hex
@@ -74,10 +94,15 @@ class Jobs:
     def submitted(self) -> None:
         self._wake.set()
 
+    def progress(self, job_id: str) -> dict | None:
+        """A running job's progress: ``stage`` (queued, decoding, diarizing), ``windows_done``, ``windows_total``."""
+        context = self.running.get(job_id)
+        return context.progress.public() if context is not None else None
+
     # --- the worker ----------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             try:
                 job = await anyio.to_thread.run_sync(self.store.claim_next) if self.service.ready else None
                 if job is None:
@@ -93,38 +118,58 @@ class Jobs:
 
     async def _sleep(self) -> None:
         self._wake.clear()
+        if self._stopping:
+            return
         try:
             await asyncio.wait_for(self._wake.wait(), self.settings.poll_s)
         except asyncio.TimeoutError:
             pass
 
     async def _decode(self, job: Job) -> None:
+        context = DecodeContext(timeout_s=self.settings.timeout_s or None, timeout_setting="JOBS_TIMEOUT_S")
+        self.running[job.id] = context
+        try:
+            outcome = await self._outcome(job, context)
+        except asyncio.CancelledError:  # the worker itself was cancelled: the job is not lost
+            context.cancel(SHUTDOWN)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.store.requeue, job.id)
+            raise
+        finally:
+            self.running.pop(job.id, None)
+        if outcome is None:  # stopped for the shutdown
+            logger.info("job %s stopped for the shutdown after %d windows; queued again", job.id,
+                        context.progress.windows_done)
+            await anyio.to_thread.run_sync(self.store.requeue, job.id)
+            return
+        status, body = outcome
+        await anyio.to_thread.run_sync(self.store.succeed if status == "succeeded" else self.store.fail, job.id, body)
+        await self._finished(job.id)
+
+    async def _outcome(self, job: Job, context: DecodeContext) -> tuple[str, dict] | None:
+        """("succeeded", result) or ("failed", error); None when the shutdown stopped the decode."""
         try:
             data = await anyio.to_thread.run_sync(Path(job.input_path).read_bytes)
-            payload = toolkit_payload(data, job.media_type, job.parameters)
-            result = await self._through_gate(payload)
-        except EndpointError as exc:
-            await anyio.to_thread.run_sync(self.store.fail, job.id, exc.to_dict())
         except OSError:
-            error = {"error": "the job's upload is missing on the server", "code": "upload_lost", "status": 500}
-            await anyio.to_thread.run_sync(self.store.fail, job.id, error)
-        else:
-            await anyio.to_thread.run_sync(self.store.succeed, job.id, result)
-        self._finished(job.id)
+            return "failed", UPLOAD_LOST
+        try:
+            payload = toolkit_payload(data, job.media_type, job.parameters)
+            return "succeeded", await self.service.run_job(payload, context)
+        except DecodeStopped as stopped:
+            if stopped.reason == SHUTDOWN:
+                return None
+            return "failed", as_endpoint_error(stopped).to_dict()  # past JOBS_TIMEOUT_S: 504 deadline_exceeded
+        except EndpointError as exc:
+            return "failed", exc.to_dict()
+        except Exception as exc:  # a bug: the job fails with "internal error", the traceback goes to the log
+            logger.error("job %s failed", job.id, exc_info=exc)
+            return "failed", InternalError().to_dict()
 
-    async def _through_gate(self, payload: dict) -> dict:
-        """Real-time requests and jobs share the gate; when its queue is full, jobs wait their turn."""
-        while True:
-            try:
-                return await self.service.run(payload)
-            except QueueFullError as exc:
-                await asyncio.sleep(exc.retry_after)
-
-    def _finished(self, job_id: str) -> None:
-        job = self.store.get(job_id)
+    async def _finished(self, job_id: str) -> None:
+        job = await anyio.to_thread.run_sync(self.store.get, job_id)
         if job is None:  # deleted while it ran
             return
-        Path(job.input_path).unlink(missing_ok=True)
+        await anyio.to_thread.run_sync(Path(job.input_path).unlink, True)
         if job.callback_url:
             task = asyncio.create_task(self._callback(job))
             self._callbacks.add(task)
@@ -140,4 +185,4 @@ class Jobs:
 
     async def _expire(self) -> None:
         for job in await anyio.to_thread.run_sync(self.store.expire, self.settings.ttl_s):
-            Path(job.input_path).unlink(missing_ok=True)
+            await anyio.to_thread.run_sync(Path(job.input_path).unlink, True)

@@ -1,5 +1,5 @@
 """FastAPI's and Starlette's own exceptions (validation, 404/405, a client gone mid-body, a broken
-multipart form) as the error family; the status, body and headers they are answered with come from
+multipart form) and decodes stopped early (deadline: 504) as the error family; the status, body and headers they are answered with come from
 ``whisper_endpoint.adapters.http``, as on every other route and platform.
 
 Anything unexpected is a 500 whose body says only "internal error"; the traceback goes to the log.
@@ -24,6 +24,7 @@ from whisper_endpoint.adapters.errors import (
     NotFoundError,
     with_param,
 )
+from whisper_endpoint.decode_context import DecodeStopped
 from whisper_endpoint.errors import ClientError, EndpointError, InvalidParameterError
 from whisper_endpoint.request import echoed
 
@@ -80,5 +81,7 @@ def install(app) -> None:
     async def handle(request: Request, exc: Exception) -> JSONResponse:
         return error_response(request, exc)
 
-    for kind in (EndpointError, RequestValidationError, HTTPException, ClientDisconnect, MultiPartException, Exception):
+    kinds = (EndpointError, DecodeStopped, RequestValidationError, HTTPException, ClientDisconnect, MultiPartException,
+             Exception)
+    for kind in kinds:
         app.add_exception_handler(kind, handle)

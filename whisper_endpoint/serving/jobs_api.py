@@ -6,11 +6,11 @@ query string; ``callback_url`` (query) or ``X-Callback-Url`` (header) asks for a
 when the job ends. The upload streams to disk under ``JOBS_MAX_BODY_BYTES`` and the body timeout,
 and is checked (content type, JSON, parameters) before the 202, so a job fails later only for what
 decoding finds. The server's error mapping and the API-key dependency apply as on every route.
+Disk and SQLite work runs on threads: the event loop keeps answering meanwhile.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -22,7 +22,8 @@ from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, Queue
 from whisper_endpoint.adapters.payloads import is_json, media_type, text_parameters, toolkit_payload
 from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError, MissingInputError
 from whisper_endpoint.jobs.callbacks import internal_address
-from whisper_endpoint.jobs.store import QUEUED
+from whisper_endpoint.jobs.store import QUEUED, RUNNING
+from whisper_endpoint.jobs.uploads import WRITE_BYTES, UploadWriter
 from whisper_endpoint.jobs.worker import Jobs
 from whisper_endpoint.request import parse_parameters
 from whisper_endpoint.serving.limits import limited_stream
@@ -36,7 +37,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
     @router.post("/jobs", status_code=202, summary="Submit audio for later: 202 with the job's id and URL")
     async def submit(request: Request) -> JSONResult:
         _check_available(service, jobs)
-        if jobs.store.count(QUEUED) >= jobs.settings.max_queued:
+        if await anyio.to_thread.run_sync(jobs.store.count, QUEUED) >= jobs.settings.max_queued:
             raise QueueFullError(
                 f"too many jobs waiting ({jobs.settings.max_queued}, JOBS_MAX_QUEUED); retry later", retry_after=60
             )
@@ -53,7 +54,8 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
             parameters = await anyio.to_thread.run_sync(_checked_parameters, path, kind, parameters)
             job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback)
         except BaseException:
-            path.unlink(missing_ok=True)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(lambda: path.unlink(missing_ok=True))
             raise
         jobs.submitted()
         url = f"/jobs/{job.id}"
@@ -62,7 +64,14 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
     @router.get("/jobs/{job_id}", summary="The job's status; its result once it succeeded, its error if it failed")
     async def status(job_id: str) -> JSONResult:
         _check_available(service, jobs)
-        return JSONResult(_job(jobs, job_id).public())
+        job = await anyio.to_thread.run_sync(jobs.store.get, job_id)
+        if job is None:
+            raise _not_found(job_id)
+        body = job.public()
+        progress = jobs.progress(job_id) if job.status == RUNNING else None
+        if progress is not None:
+            body["progress"] = progress
+        return JSONResult(body)
 
     @router.delete("/jobs/{job_id}", status_code=204, summary="Forget a job and its result")
     async def delete(job_id: str) -> Response:
@@ -70,7 +79,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         job = await anyio.to_thread.run_sync(jobs.store.delete, job_id)
         if job is None:
             raise _not_found(job_id)
-        Path(job.input_path).unlink(missing_ok=True)
+        await anyio.to_thread.run_sync(lambda: Path(job.input_path).unlink(missing_ok=True))
         return Response(status_code=204)
 
     return router
@@ -83,13 +92,6 @@ def _check_available(service: InferenceService, jobs: Jobs) -> None:
                             retry_after=5)
     if service.load_error is not None:
         service.check_ready()
-
-
-def _job(jobs: Jobs, job_id: str):
-    job = jobs.store.get(job_id)
-    if job is None:
-        raise _not_found(job_id)
-    return job
 
 
 def _not_found(job_id: str) -> NotFoundError:
@@ -113,14 +115,23 @@ def _callback_url(url: str | None, *, allow_internal: bool) -> str | None:
 
 
 async def _receive(request: Request, path: Path, limit: int, timeout_s: float) -> None:
-    """Stream the body into ``path`` (a partial file never becomes a job: the caller removes it)."""
-    size = 0
-    with open(path, "wb") as file:
+    """Stream the body into ``path``, writing on a thread (a partial file never becomes a job: the caller
+    removes it)."""
+    upload = await anyio.to_thread.run_sync(UploadWriter, path)
+    try:
+        pieces, pending = [], 0
         async for chunk in limited_stream(request, limit, timeout_s, "JOBS_MAX_BODY_BYTES"):
-            file.write(chunk)
-            size += len(chunk)
-        file.flush()
-        os.fsync(file.fileno())  # the 202 promises the upload survives a crash
+            pieces.append(chunk)
+            pending += len(chunk)
+            if pending >= WRITE_BYTES:
+                await anyio.to_thread.run_sync(upload.write, pieces)
+                pieces, pending = [], 0
+        await anyio.to_thread.run_sync(upload.write, pieces)
+        size = await anyio.to_thread.run_sync(upload.finish)
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(upload.abort)
+        raise
     if size == 0:
         raise EmptyAudioError("the request body is empty: send the audio file or a JSON payload")
 

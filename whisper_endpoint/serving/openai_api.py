@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Form
+from fastapi import APIRouter, Form, Request
 from starlette.datastructures import UploadFile
 from starlette.responses import Response
 
@@ -21,13 +21,24 @@ from whisper_endpoint import formats
 from whisper_endpoint.adapters.errors import NotFoundError, with_param
 from whisper_endpoint.adapters.http import warnings_header
 from whisper_endpoint.adapters.payloads import text_parameters
-from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError, UnsupportedOptionError
+from whisper_endpoint.errors import (
+    ClientError,
+    InvalidInputError,
+    InvalidParameterError,
+    MissingInputError,
+    UnsupportedOptionError,
+)
+from whisper_endpoint.serving import openai_stream
 from whisper_endpoint.serving.openai_form import AudioForm, FormUploadRoute
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
+from whisper_endpoint.speaker_enrolment import decode_clip
 
 # Request fields the route sets itself: a form field may not override them.
-_ROUTE_FIELDS = ("task", "return_timestamps", "initial_prompt")
+_ROUTE_FIELDS = ("task", "return_timestamps", "initial_prompt", "known_speakers")
+# OpenAI's limits on known speakers (the handler's own known_speakers allows 8 names of 2-30 s clips).
+OPENAI_MAX_KNOWN_SPEAKERS = 4
+OPENAI_LONGEST_REFERENCE_S = 10.0
 
 
 def router(service: InferenceService) -> APIRouter:
@@ -35,12 +46,16 @@ def router(service: InferenceService) -> APIRouter:
     audio = APIRouter(prefix="/audio", route_class=FormUploadRoute)  # the body is read under the limits first
 
     @audio.post("/transcriptions", summary="OpenAI-compatible transcription (multipart form)")
-    async def transcriptions(form: Annotated[AudioForm, Form(media_type="multipart/form-data")]) -> Response:
-        return await _audio(service, form, task="transcribe")
+    async def transcriptions(
+        request: Request, form: Annotated[AudioForm, Form(media_type="multipart/form-data")]
+    ) -> Response:
+        return await _audio(service, request, form, task="transcribe")
 
     @audio.post("/translations", summary="OpenAI-compatible translation into English (multipart form)")
-    async def translations(form: Annotated[AudioForm, Form(media_type="multipart/form-data")]) -> Response:
-        return await _audio(service, form, task="translate")
+    async def translations(
+        request: Request, form: Annotated[AudioForm, Form(media_type="multipart/form-data")]
+    ) -> Response:
+        return await _audio(service, request, form, task="translate")
 
     @api.get("/models", summary="The one model this server serves")
     async def models() -> JSONResult:
@@ -64,11 +79,18 @@ def _model_card(service: InferenceService) -> dict:
     return {"id": service.model_id, "object": "model", "created": service.loaded_at, "owned_by": "whisper-endpoint"}
 
 
-async def _audio(service: InferenceService, form: AudioForm, *, task: str) -> Response:
+async def _audio(service: InferenceService, request: Request, form: AudioForm, *, task: str) -> Response:
+    # The deadline counts from the request's arrival (FormUploadRoute read the body before this runs).
+    context = request.state.decode_context
     audio = await _file(form.file)
     warnings: list[str] = []
     parameters = _parameters(service, form, task, warnings)
-    result = await service.run({"inputs": audio, "parameters": parameters})
+    payload = {"inputs": audio, "parameters": parameters}
+    if form.stream:
+        return await openai_stream.stream(service, request, payload, context, task=task,
+                                          response_format=form.response_format, warnings=warnings)
+    # The body was read (FormUploadRoute), so what the connection says next is the client's disconnect.
+    result = await service.run(payload, context, receive=request.receive)
     granularities = ("word",) if parameters["return_timestamps"] == "word" else ("segment",)
     rendered = formats.render(result, form.response_format, formats.Context(task=task, granularities=granularities))
     headers = warnings_header(warnings + result.get("warnings", []))
@@ -89,9 +111,11 @@ async def _file(upload) -> bytes:
 
 
 def _parameters(service: InferenceService, form: AudioForm, task: str, warnings: list[str]) -> dict:
-    if form.stream:
-        raise with_param(UnsupportedOptionError("streaming is not supported; send stream=false"), "stream")
     name, spec = form.response_format, formats.FORMATS[form.response_format]
+    if form.stream and name not in openai_stream.STREAMED_FORMATS:
+        raise with_param(UnsupportedOptionError(
+            f"stream=true gives transcript events for response_format {', '.join(openai_stream.STREAMED_FORMATS)}; "
+            f"{name} is not streamed: send stream=false"), "stream")
     if task == "translate" and spec.speakers == "required":
         raise with_param(InvalidParameterError(f"translations have no {name} format"), "response_format")
     if form.timestamp_granularities and name != "verbose_json":
@@ -115,6 +139,11 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
         warnings.append("segments are left out when words are asked for: the handler returns one or the other")
     parameters = {**extra, **formats.parameters_for(name), "task": task,
                   "return_timestamps": formats.timestamps_for(name, granularities)}
+    known = _known_speakers(form, warnings)
+    if known and spec.speakers == "unused":
+        warnings.append(f"known_speaker_names[] were not used: response_format={name} shows no speakers")
+    elif known:
+        parameters["known_speakers"] = known
     if form.language is not None:
         parameters["language"] = form.language
     if form.prompt:
@@ -122,3 +151,30 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
     if service.diarization_available and spec.speakers == "unused":
         parameters.setdefault("diarize", False)  # nothing in this format would show the speakers
     return parameters
+
+
+def _known_speakers(form: AudioForm, warnings: list[str]) -> list[dict]:
+    """``known_speaker_names[]`` + ``known_speaker_references[]`` -> the handler's ``known_speakers``, under
+    OpenAI's limits (at most 4, each reference 2-10 s); each problem is a 4xx naming the field."""
+    names = [name.strip() for name in form.known_speaker_names]
+    references = form.known_speaker_references
+    if len(names) != len(references):
+        raise with_param(InvalidParameterError(
+            f"known_speaker_names[] has {len(names)} entries and known_speaker_references[] {len(references)}: "
+            "send one reference clip per name, in the same order"), "known_speaker_names[]")
+    if len(names) > OPENAI_MAX_KNOWN_SPEAKERS:
+        raise with_param(InvalidParameterError(
+            f"at most {OPENAI_MAX_KNOWN_SPEAKERS} known speakers (got {len(names)})"), "known_speaker_names[]")
+    if not all(names):
+        raise with_param(InvalidParameterError("known_speaker_names[]: a name is empty"), "known_speaker_names[]")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise with_param(InvalidParameterError(
+            f"known_speaker_names[]: {twice[0]!r} appears more than once; give each speaker one name"),
+            "known_speaker_names[]")
+    for index, reference in enumerate(references):
+        try:
+            decode_clip(reference, f"known_speaker_references[{index}]", longest=OPENAI_LONGEST_REFERENCE_S)
+        except ClientError as exc:
+            raise with_param(exc, "known_speaker_references[]") from None
+    return [{"name": name, "audio": reference} for name, reference in zip(names, references)]

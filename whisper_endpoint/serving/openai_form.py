@@ -41,7 +41,14 @@ class AudioForm(BaseModel):
     timestamp_granularities: list[Literal["word", "segment"]] = Field(
         default_factory=list, validation_alias=AliasChoices("timestamp_granularities[]", "timestamp_granularities"),
         description="verbose_json only: word and/or segment times.")
-    stream: bool = Field(False, description="Not supported yet: send false.")
+    stream: bool = Field(False, description="true: server-sent transcript events (json, text, diarized_json).")
+    known_speaker_names: list[str] = Field(
+        default_factory=list, validation_alias=AliasChoices("known_speaker_names[]", "known_speaker_names"),
+        description="Up to 4 names of speakers to recognise (with diarization), one per reference.")
+    known_speaker_references: list[str] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("known_speaker_references[]", "known_speaker_references"),
+        description="One audio clip (2-10 s, a data URL) per known speaker name, in the same order.")
 
     def extra_fields(self) -> list[tuple[str, str]]:
         """The fields OpenAI does not define, as sent (text values only)."""
@@ -60,6 +67,8 @@ class FormUploadRoute(APIRoute):
             await request.app.state.api_keys(request)
             service = request.app.state.service
             service.check_ready()
+            # Made on arrival: the deadline (REQUEST_TIMEOUT_S) counts the upload too.
+            request.state.decode_context = service.context(service.settings.request_timeout_s, "REQUEST_TIMEOUT_S")
             body = await _form_body(request, service.settings)
             return await parse_and_run(Request(request.scope, _replay(body, request.receive)))
 

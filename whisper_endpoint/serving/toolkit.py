@@ -34,21 +34,23 @@ def inference_router(service: InferenceService) -> APIRouter:
     router = APIRouter()
     settings = service.settings
 
-    async def run(request: Request, limit: int, parameters: dict, setting: str = "MAX_BODY_BYTES") -> JSONResult:
+    async def run(request: Request, limit: int, parameters: dict, context, setting: str = "MAX_BODY_BYTES"):
         service.check_ready()
         body = await read_body(request, limit, settings.body_timeout_s, setting)
         payload = http.payload(body, request.headers.get("content-type"), parameters)
-        return JSONResult(await service.run(payload))
+        return JSONResult(await service.run(payload, context, receive=request.receive))
 
     @router.post("/", summary="Toolkit payload: JSON {inputs: base64, parameters} or the audio file")
     @router.post("/predict", summary="Same as POST /")
     async def predict(request: Request) -> JSONResult:
-        return await run(request, settings.max_body_bytes, text_parameters(request.query_params.items()))
+        context = service.context(settings.request_timeout_s, "REQUEST_TIMEOUT_S")
+        return await run(request, settings.max_body_bytes, text_parameters(request.query_params.items()), context)
 
     @router.post("/invocations", summary="SageMaker: JSON or audio (audio/x-audio, audio/*) bodies")
     async def invocations(request: Request) -> JSONResult:
+        context = service.context(settings.sagemaker_request_timeout_s, "SAGEMAKER_REQUEST_TIMEOUT_S")
         attributes = sagemaker_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
         parameters = text_parameters([*request.query_params.items(), *attributes])
-        return await run(request, settings.sagemaker_max_body_bytes, parameters, "SAGEMAKER_MAX_BODY_BYTES")
+        return await run(request, settings.sagemaker_max_body_bytes, parameters, context, "SAGEMAKER_MAX_BODY_BYTES")
 
     return router

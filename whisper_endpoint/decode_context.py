@@ -1,0 +1,118 @@
+"""A request's decode context: progress out of the decode, a deadline and a stop signal into it.
+
+The handler's caller (the server, the job worker) makes one ``DecodeContext`` per request and passes
+it down (``EndpointHandler.run(data, context)`` -> ``backend.transcribe(samples, options, context)``).
+The backends call ``report`` after each decoded window or batch of windows; ``report`` tells the
+listeners (job progress, server-sent events) and then stops the decode, by raising
+``DecodeStopped``, when the context was cancelled (client gone, server shutting down) or its
+deadline has passed. So a decode stops at its next window, never in the middle of one.
+
+``Progress.segments`` are the transcript's segments decoded so far, final and in time order: each
+report only adds segments after the ones already reported (ctranslate2 decodes long audio one batch
+of windows at a time, each batch's remainder pass before the next batch). Listeners run on the
+decoding thread: they must be quick and must not block (hand the work to another thread or loop).
+
+A context is used by one request at a time; ``cancel`` may be called from any thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+# Stages a decode goes through (``Progress.stage``).
+DECODING, DIARIZING = "decoding", "diarizing"
+# Why a decode stopped (``DecodeStopped.reason``).
+DEADLINE, DISCONNECTED, SHUTDOWN = "deadline", "disconnected", "shutdown"
+
+
+@dataclass(frozen=True)
+class Progress:
+    stage: str
+    windows_done: int
+    windows_total: int
+    segments: tuple = ()  # results.Segment, decoded so far (empty when the decode cannot give them in order)
+
+    def public(self) -> dict:
+        """What a client is shown (GET /jobs/{id})."""
+        return {"stage": self.stage, "windows_done": self.windows_done, "windows_total": self.windows_total}
+
+
+class DecodeStopped(Exception):
+    """The decode was stopped before its end: ``reason`` is DEADLINE, DISCONNECTED or SHUTDOWN."""
+
+    def __init__(self, reason: str, progress: Progress, timeout_s: float | None = None, timeout_setting: str = ""):
+        super().__init__(f"decode stopped ({reason}) after {progress.windows_done} of {progress.windows_total} windows")
+        self.reason = reason
+        self.progress = progress
+        self.timeout_s, self.timeout_setting = timeout_s, timeout_setting  # the deadline's, for its message
+
+
+Listener = Callable[[Progress], None]
+
+
+class DecodeContext:
+    """``timeout_s``: the decode stops at its next window once that many seconds have passed since the
+    context was made (None or 0: no deadline); ``timeout_setting`` names where it comes from, for the
+    error's message. ``listeners`` get every ``Progress``."""
+
+    def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
+                 listeners: tuple[Listener, ...] = ()):
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout_s if timeout_s else None
+        self.timeout_s, self.timeout_setting = timeout_s, timeout_setting
+        self.progress = Progress(DECODING, 0, 0)
+        self.in_order = True  # False: the windows reported are not in time order (multichannel), no segments
+        self._listeners = list(listeners)
+        self._reason: str | None = None
+        self._lock = threading.Lock()
+
+    def listen(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def cancel(self, reason: str) -> None:
+        """Stop the decode at its next window (the first reason given is kept)."""
+        with self._lock:
+            self._reason = self._reason or reason
+
+    @property
+    def stop_reason(self) -> str | None:
+        """Why the decode must stop now, or None."""
+        if self._reason is not None:
+            return self._reason
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            return DEADLINE
+        return None
+
+    def remaining_s(self) -> float | None:
+        return None if self.deadline is None else self.deadline - time.monotonic()
+
+    def check(self) -> None:
+        reason = self.stop_reason
+        if reason is not None:
+            raise self.stopped(reason)
+
+    def stopped(self, reason: str) -> DecodeStopped:
+        return DecodeStopped(reason, self.progress, self.timeout_s, self.timeout_setting)
+
+    def report(self, done: int, total: int, segments=None, *, stage: str = DECODING) -> None:
+        """After a window (or a batch of windows): tell the listeners, then stop here if asked to.
+        ``segments``: all the segments decoded so far (None: the last report's)."""
+        if segments is None or not self.in_order:
+            segments = self.progress.segments if self.in_order else ()
+        self._notify(Progress(stage, done, max(done, total), tuple(segments)))
+        self.check()
+
+    def stage(self, stage: str) -> None:
+        """A new stage (diarizing) over the windows decoded: tell the listeners, stop here if asked to."""
+        self.report(self.progress.windows_done, self.progress.windows_total, stage=stage)
+
+    def _notify(self, progress: Progress) -> None:
+        self.progress = progress
+        for listener in self._listeners:
+            listener(progress)
