@@ -93,6 +93,14 @@ def tiny_handler(settings_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_tf(settings_factory):
+    """tiny.en on the transformers backend."""
+    from whisper_endpoint.handler import EndpointHandler
+
+    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", asr_backend="transformers"))
+
+
+@pytest.fixture(scope="session")
 def base_handler(settings_factory):
     from whisper_endpoint.handler import EndpointHandler
 

@@ -155,6 +155,12 @@ class InferenceConfig(BaseModel):
     return_timestamps: Literal["none", "segment", "word"] = "segment"
     initial_prompt: Optional[str] = Field(None, max_length=2000)
     vad_filter: bool = False
+    drop_non_speech: bool = Field(
+        True,
+        description="No words over silence, noise or music: nothing is decoded when the VAD finds no speech, and "
+        "words outside its speech (or in segments Whisper marks as no speech) are dropped; false keeps all "
+        "Whisper decodes.",
+    )
     recover_dropped_speech: bool = Field(
         True,
         description="Long audio (ctranslate2): decode once more, alone, the rest of any batched window whose "

@@ -2,7 +2,7 @@
 
 Shape (the reference handler's, plus extras that clients ignore if they do not know them):
 ``{"text", "chunks": [{"text", "timestamp": [start, end]}], "speakers": [...], "language",
-"duration", "warnings", "decoding"}``. With ``return_timestamps="word"`` the chunks are words, as
+"language_probability", "duration", "warnings", "decoding"}``. With ``return_timestamps="word"`` the chunks are words, as
 in the transformers pipeline; with ``"none"`` there are no chunks.
 """
 
@@ -23,6 +23,13 @@ def chunks(transcript: Transcript, timestamps: str, duration: float) -> list[dic
     return []
 
 
+def language_probability(transcript: Transcript) -> float | None:
+    """How sure the language detection was; None when the language was not detected (given, or an
+    English-only model)."""
+    probability = transcript.language_probability
+    return None if probability is None else round(float(probability), 3)
+
+
 def response(
     transcript: Transcript,
     *,
@@ -39,6 +46,7 @@ def response(
         "chunks": chunks(transcript, timestamps, duration),
         "speakers": speakers or [],
         "language": transcript.language,
+        "language_probability": language_probability(transcript),
         "duration": round(duration, 3),
         "warnings": [*(warnings or []), *transcript.warnings],
         "decoding": transcript.decoding,

@@ -21,7 +21,7 @@ import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import cost, tokens, windows
+from whisper_endpoint.backends import cost, speech, tokens, windows
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.decode_context import DecodeContext
@@ -104,7 +104,9 @@ class CTranslate2Backend:
                 segments, language, probability, decoding = self._batched(
                     samples, window_s, batch_size, options, kwargs, context, counter)
             else:
+                kwargs["language"], detected = self._speech_language(samples, options)
                 segments, language, probability, stopped = self._sequential(samples, options, kwargs, context)
+                probability = detected or probability
                 decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
         if decoding.pop("stopped"):
             counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
@@ -113,7 +115,7 @@ class CTranslate2Backend:
         return Transcript(
             segments=segments,
             language=language,
-            language_probability=probability,
+            language_probability=probability if options.language is None and self.is_multilingual else None,
             decoding=decoding,
             warnings=warnings + counter.notes,
         )
@@ -128,6 +130,14 @@ class CTranslate2Backend:
             max_length=self.model.max_length,
             warnings=warnings,
         )
+
+    def _speech_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str | None, float | None]:
+        """The language of the first 30 s of speech, not of the first 30 s of audio (a silent start would
+        decide it); the batched path already detects on speech only."""
+        if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
+            return options.language, None
+        language, probability, _ = self.model.detect_language(audio=speech.find_speech(samples).audio(samples))
+        return language, probability
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""
@@ -231,4 +241,10 @@ def _segment(segment) -> Segment:
     if segment.words is not None:
         # faster-whisper gives numpy floats in places; the response needs plain JSON numbers.
         words = tuple(Word(float(w.start), float(w.end), w.word, float(w.probability)) for w in segment.words)
-    return Segment(float(segment.start), float(segment.end), segment.text, words)
+    return Segment(float(segment.start), float(segment.end), segment.text, words,
+                   avg_logprob=_number(segment.avg_logprob), no_speech_prob=_number(segment.no_speech_prob),
+                   compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature))
+
+
+def _number(value) -> float | None:
+    return None if value is None else float(value)

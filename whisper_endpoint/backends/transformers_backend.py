@@ -43,7 +43,7 @@ import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import cost, tokens
+from whisper_endpoint.backends import cost, speech, tokens
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.config import InferenceConfig
@@ -104,6 +104,7 @@ class TransformersBackend:
         duration = len(samples) / TARGET_RATE
         window_s = cost.window_length(options, duration, warnings)
         with cost.counting(duration, strict=False) as counter:
+            options, probability = self._with_language(samples, options)
             generate_kwargs = self._generate_kwargs(samples, options, warnings)
             stop = _StopWhenSpent(counter)
             output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
@@ -115,8 +116,8 @@ class TransformersBackend:
             warnings.append(cost.stopped_note(duration, reached))
         decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
                         dtype=str(self.dtype).removeprefix("torch."))
-        return Transcript(segments=segments, language=generate_kwargs.get("language", "en"), decoding=decoding,
-                          warnings=warnings)
+        return Transcript(segments=segments, language=generate_kwargs.get("language", "en"),
+                          language_probability=probability, decoding=decoding, warnings=warnings)
 
     def _run(self, samples, options, window_s, generate_kwargs, stop, context, warnings):
         """The pipeline's run: its output, the ``decoding`` block so far, and the windows it reported."""
@@ -157,7 +158,7 @@ class TransformersBackend:
         kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
-            kwargs["language"] = options.language or self._detect_language(samples)
+            kwargs["language"] = options.language
         prompt = self._prompt_ids(options.initial_prompt, warnings)
         if prompt is not None:
             kwargs["prompt_ids"] = prompt
@@ -197,19 +198,35 @@ class TransformersBackend:
         start = self.tokenizer.convert_tokens_to_ids("<|startofprev|>")
         return torch.tensor([start, *prompt.ids], device=self.device)
 
-    def _detect_language(self, samples: np.ndarray) -> str:
-        """Whisper's language detection on the first window, once for the whole input.
+    def _with_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[InferenceConfig, float | None]:
+        """The options with the language set (detected when not given, multilingual models) and how sure
+        the detection was (None when nothing was detected)."""
+        if options.language is not None or not self.is_multilingual:
+            return options, None
+        language, probability = self._detect_language(samples, options)
+        return options.model_copy(update={"language": language}), probability
+
+    def _detect_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str, float]:
+        """Whisper's language detection on the first 30 s of speech (of audio with drop_non_speech: false),
+        once for the whole input, and how sure it is.
 
         One language for all chunks, as faster-whisper does (and the pipeline's own per-chunk
         language output breaks its batching: IndexError with batch_size > 1).
         """
         import torch
 
-        window = samples[: self.pipe.feature_extractor.n_samples]
+        audio = speech.find_speech(samples).audio(samples) if options.drop_non_speech else samples
+        window = audio[: self.pipe.feature_extractor.n_samples]
         features = self.pipe.feature_extractor(window, sampling_rate=TARGET_RATE, return_tensors="pt").input_features
+        config = self.model.generation_config
+        start = torch.tensor([[config.decoder_start_token_id]], device=self.device)
         with torch.inference_mode():
-            token = int(self.model.detect_language(input_features=features.to(self.device, self.dtype))[0])
-        return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
+            logits = self.model(input_features=features.to(self.device, self.dtype), decoder_input_ids=start,
+                                use_cache=False).logits[0, -1]
+        ids = list(config.lang_to_id.values())
+        probabilities = torch.softmax(logits[ids].float(), dim=-1)
+        best = int(probabilities.argmax())
+        return self.tokenizer.convert_ids_to_tokens(ids[best]).strip("<|>"), float(probabilities[best])
 
 
 class _Windows:
