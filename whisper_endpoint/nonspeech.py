@@ -19,6 +19,7 @@ from pink noise. Around the backend's transcription, on both backends and both d
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from whisper_endpoint.backends.speech import Speech, find_speech
 from whisper_endpoint.config import InferenceConfig
@@ -38,12 +39,18 @@ def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcrip
     speech = find_speech(samples)
     if not speech:
         return _nothing(asr, config)
-    return keep_speech(asr.transcribe(samples, config, context), speech)
+    if context is None:
+        return keep_speech(asr.transcribe(samples, config), speech)
+    context.keep = partial(_over_speech_only, speech=speech)  # progress (streamed text) filtered alike
+    try:
+        return keep_speech(asr.transcribe(samples, config, context), speech)
+    finally:
+        context.keep = None
 
 
 def keep_speech(transcript: Transcript, speech: Speech) -> Transcript:
     """``transcript`` without what lies outside ``speech``, with a warning when anything went."""
-    kept = [s for s in (over_speech(segment, speech) for segment in transcript.segments) if s is not None]
+    kept = list(_over_speech_only(tuple(transcript.segments), speech))
     if kept == transcript.segments:
         return transcript
     dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
@@ -51,6 +58,10 @@ def keep_speech(transcript: Transcript, speech: Speech) -> Transcript:
                "found, or in a segment Whisper itself marks as no speech (drop_non_speech: false keeps them)")
     return replace(transcript, segments=kept, decoding={**transcript.decoding, "non_speech_words_dropped": dropped},
                    warnings=[*transcript.warnings, warning])
+
+
+def _over_speech_only(segments: tuple, speech: Speech) -> tuple:
+    return tuple(s for s in (over_speech(segment, speech) for segment in segments) if s is not None)
 
 
 def over_speech(segment: Segment, speech: Speech) -> Segment | None:
