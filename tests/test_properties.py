@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -108,6 +109,16 @@ json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=
                            | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
 field_names = st.sampled_from(sorted(InferenceConfig.known_fields())) | st.text(max_size=12)
 BOUNDS = {"batch_size": (1, 256), "chunk_length_s": (1, 30), "beam_size": (1, 10), "sampling_rate": (1000, 384000)}
+
+
+def test_a_payload_of_many_wrong_values_gets_a_short_error_naming_the_first():
+    """Found by the property below once known_speakers (a list of objects) arrived: every wrong key of
+    every item was described, past 2000 characters."""
+    speakers = [{f"key{i}" * 30: None for i in range(20)} for _ in range(8)]
+    with pytest.raises(InvalidParameterError) as caught:
+        parse_parameters({"task": None, "batch_size": None, "known_speakers": speakers})
+    assert caught.value.message.startswith("invalid parameters: parameters.task")
+    assert "more" in caught.value.message and len(caught.value.message) < 2000
 
 
 @FAST

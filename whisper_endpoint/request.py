@@ -136,14 +136,22 @@ def echoed(value) -> str:
     return text if len(text) <= _ECHO_CHARS else f"{text[:_ECHO_CHARS]}... ({len(text)} characters)"
 
 
+MAX_ERRORS_DESCRIBED = 5  # a payload can hold thousands of wrong values; the first ones say enough
+_ERROR_CHARS = 300  # longest description of one of them
+
+
 def _describe(exc: ValidationError) -> str:
     parts = []
-    for error in exc.errors():
+    errors = exc.errors()
+    for error in errors[:MAX_ERRORS_DESCRIBED]:
         message = error["msg"].removeprefix("Value error, ")
         if error["loc"]:
             where = ".".join(str(part) for part in error["loc"])
+            where = where if len(where) <= _ECHO_CHARS else f"{where[:_ECHO_CHARS]}..."  # keys are the client's too
             got = repr(error.get("input"))
             short = echoed(error.get("input"))
             message = f"parameters.{where}: {message.replace(got, short)} (got {short})"
-        parts.append(message)
+        parts.append(message if len(message) <= _ERROR_CHARS else f"{message[:_ERROR_CHARS]}...")
+    if len(errors) > MAX_ERRORS_DESCRIBED:
+        parts.append(f"and {len(errors) - MAX_ERRORS_DESCRIBED} more")
     return "invalid parameters: " + "; ".join(parts)
