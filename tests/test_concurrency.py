@@ -67,7 +67,9 @@ def test_four_threads_on_one_handler_give_what_each_gives_alone(diarizing_handle
     alone = [handler(payload) for payload in payloads]
     assert all(result["decoding"]["mode"] == "batched" and result["chunks"] for result in alone)
     assert alone[0]["speakers"] and alone[1]["speakers"] and not alone[2]["speakers"]
-    assert [bool(result["warnings"]) for result in alone] == [True, False, False, False]
+    # the diarization's note is the first request's alone (other warnings, e.g. a word dropped as
+    # non-speech at a slice's cut edge, are each request's own too: checked by the equality below)
+    assert [any("min_speakers" in w for w in result["warnings"]) for result in alone] == [True, False, False, False]
     assert at_once(handler, payloads) == alone
 
 
