@@ -23,6 +23,11 @@ class Segment:
     end: float
     text: str
     words: tuple[Word, ...] | None = None  # filled only when word timestamps were computed
+    # Whisper's own view of the window the segment was decoded in (None where a backend does not know).
+    avg_logprob: float | None = None
+    no_speech_prob: float | None = None
+    compression_ratio: float | None = None
+    temperature: float | None = None
 
 
 @dataclass(frozen=True)

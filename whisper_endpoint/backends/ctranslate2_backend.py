@@ -20,7 +20,7 @@ import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import windows
+from whisper_endpoint.backends import decoding_options, windows
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.decode_context import DecodeContext
@@ -85,9 +85,11 @@ class CTranslate2Backend:
             word_timestamps=options.return_timestamps == "word",
             without_timestamps=options.return_timestamps == "none",
             initial_prompt=options.initial_prompt,
+            **decoding_options.faster_whisper_kwargs(options),
         )
         if len(samples) > options.chunk_length_s * TARGET_RATE:
             segments, language, probability, recovered = self._batched(samples, options, kwargs, context)
+            warnings += decoding_options.batched_warnings(options)
             decoding = {"mode": "batched", "batch_size": options.batch_size, "segmentation": "vad",
                         "remainders_decoded_again": recovered}
         else:
@@ -136,7 +138,8 @@ class CTranslate2Backend:
             for window in missed:
                 found += self._decode_alone(packed.audio, window, kwargs)
             recovered += len(missed)
-            segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))]
+            segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))
+                         if _kept(s, options)]
             context.report(first + len(group), total, segments)
         return segments, language, probability, recovered
 
@@ -169,9 +172,20 @@ class CTranslate2Backend:
         return [windows.shifted(segment, window.start) for segment in generator]
 
 
+def _kept(segment, options: InferenceConfig) -> bool:
+    # The batched pipeline ignores no_speech_threshold: applied here when the request sets it.
+    return "no_speech_threshold" not in options.model_fields_set or decoding_options.keep(segment, options)
+
+
 def _segment(segment) -> Segment:
     words = None
     if segment.words is not None:
         # faster-whisper gives numpy floats in places; the response needs plain JSON numbers.
         words = tuple(Word(float(w.start), float(w.end), w.word, float(w.probability)) for w in segment.words)
-    return Segment(float(segment.start), float(segment.end), segment.text, words)
+    return Segment(float(segment.start), float(segment.end), segment.text, words,
+                   avg_logprob=_number(segment.avg_logprob), no_speech_prob=_number(segment.no_speech_prob),
+                   compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature))
+
+
+def _number(value) -> float | None:
+    return None if value is None else float(value)

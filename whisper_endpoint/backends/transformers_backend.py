@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.backends import confidence, decoding_options
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
@@ -98,6 +99,8 @@ class TransformersBackend:
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
         # them: assisted long audio is chunked, one chunk at a time.
         chunked = long_audio and (assisted or self._chunks_long_audio(options.batch_size))
+        generate_kwargs.update(
+            decoding_options.transformers_kwargs(options, long_form=long_audio and not chunked, warnings=warnings))
         batch_size = options.batch_size if chunked and not assisted else 1
         if long_audio and assisted and options.batch_size != 1:
             warnings.append(
@@ -118,6 +121,8 @@ class TransformersBackend:
                 generate_kwargs=generate_kwargs,
             )
         segments = _segments(output, options.return_timestamps, duration)
+        if options.return_confidence:
+            segments = confidence.scored(self, samples, segments, generate_kwargs, options.temperature)
         context.report(windows.done, windows.total, segments)
         mode = "chunked" if chunked else "sequential"
         return Transcript(
@@ -134,12 +139,13 @@ class TransformersBackend:
         return self.device == "cuda" and batch_size > 1
 
     def _generate_kwargs(self, samples: np.ndarray, options: InferenceConfig, warnings: list[str]) -> dict:
-        kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
+        kwargs: dict = {"num_beams": options.beam_size}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
             kwargs["language"] = options.language or self._detect_language(samples)
-        if options.initial_prompt:
-            kwargs["prompt_ids"] = self.tokenizer.get_prompt_ids(options.initial_prompt, return_tensors="pt").to(self.device)
+        prompt = decoding_options.prompt_text(options)  # hotwords and initial_prompt
+        if prompt:
+            kwargs["prompt_ids"] = self.tokenizer.get_prompt_ids(prompt, return_tensors="pt").to(self.device)
         if options.vad_filter:
             warnings.append("vad_filter is a ctranslate2 option; the transformers backend decoded all audio")
         if options.assisted:

@@ -84,6 +84,8 @@ def timestamps_for(name: str, granularities: Sequence[str] = ("segment",)) -> Ti
 
 def parameters_for(name: str) -> dict:
     """What a request must ask the handler for, for this format (beyond its timestamps)."""
+    if name == "verbose_json":  # OpenAI's segments carry avg_logprob, no_speech_prob...
+        return {"return_confidence": True}
     return {"return_speaker_turns": True} if FORMATS[name].turns else {}
 
 
