@@ -41,10 +41,9 @@ def verbose_json(result: dict, *, task: str, words: bool, segments: bool) -> dic
         "duration": result["duration"],
         "text": result["text"],
     }
-    word_chunks = words and "segments" in result  # with words the chunks are words, the segments beside them
-    if segments:
+    if segments:  # when the chunks are words, the handler gives the segments beside them
         body["segments"] = [_segment(index, chunk) for index, chunk in
-                            enumerate(result["segments"] if word_chunks else result["chunks"])]
+                            enumerate(result.get("segments", result["chunks"]))]
     if words:
         body["words"] = [
             {"word": chunk["text"].strip(), "start": chunk["timestamp"][0], "end": chunk["timestamp"][1],
