@@ -47,7 +47,7 @@ def test_transformers_scores_its_transcript_like_ctranslate2(tiny_handler, tiny_
     [segment] = ours["segments"]
     assert -1 < segment["avg_logprob"] < 0 and segment["no_speech_prob"] < 0.1
     assert segment["compression_ratio"] == reference["segments"][0]["compression_ratio"]
-    assert segment["temperature"] == 0
+    assert segment["temperature"] == 0 and ours["decoding"]["confidence_windows"] == 1
 
 
 def test_transformers_takes_hotwords_as_a_prompt_and_says_what_it_cannot_apply(tiny_tf):

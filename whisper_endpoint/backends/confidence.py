@@ -34,15 +34,17 @@ def compression_ratio(text: str) -> float:
 
 
 def scored(backend, samples: np.ndarray, segments: list[Segment], generate_kwargs: dict,
-           temperature: float) -> list[Segment]:
-    """``segments`` with their confidence; ``backend`` is the TransformersBackend that decoded them."""
-    result = []
+           temperature: float) -> tuple[list[Segment], int]:
+    """``segments`` with their confidence, and the windows encoded to score them; ``backend`` is the
+    TransformersBackend that decoded them."""
+    result, windows = [], 0
     for group in _groups(segments):
         scores = _score(backend, samples, group, generate_kwargs)
+        windows += scores is not None
         for segment, (words, window) in zip(group, scores or [(s.words, {}) for s in group]):
             result.append(replace(segment, words=words, compression_ratio=compression_ratio(segment.text.strip()),
                                   temperature=float(temperature), **window))
-    return result
+    return result, windows
 
 
 def _groups(segments: list[Segment]) -> list[list[Segment]]:

@@ -121,8 +121,10 @@ class TransformersBackend:
                 generate_kwargs=generate_kwargs,
             )
         segments = _segments(output, options.return_timestamps, duration)
-        if options.return_confidence:
-            segments = confidence.scored(self, samples, segments, generate_kwargs, options.temperature)
+        scoring = {}
+        if options.return_confidence:  # one more encoder pass per 30 s, said in decoding
+            segments, scoring["confidence_windows"] = confidence.scored(self, samples, segments, generate_kwargs,
+                                                                        options.temperature)
         context.report(windows.done, windows.total, segments)
         mode = "chunked" if chunked else "sequential"
         return Transcript(
@@ -130,7 +132,7 @@ class TransformersBackend:
             language=generate_kwargs.get("language", "en"),
             decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
                       "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
-                      "assisted": assisted},
+                      "assisted": assisted, **scoring},
             warnings=warnings,
         )
 
