@@ -7,10 +7,12 @@ for. Both validate everything and say what would have been valid.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, Optional
 
 from pydantic import (
+    AfterValidator,
     AliasChoices,
     BaseModel,
     ConfigDict,
@@ -27,6 +29,35 @@ from whisper_endpoint.languages import normalize_language
 
 DEFAULT_ASR_MODEL = "embedded:base"
 ChannelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
+MAX_KNOWN_SPEAKERS = 8  # names per request
+MAX_CLIPS_PER_SPEAKER = 3
+# Unmatched clusters keep these labels, so a known speaker may not be called one of them.
+_RESERVED_NAME = re.compile(r"SPEAKER_\d+")
+
+
+def _not_reserved(name: str) -> str:
+    if _RESERVED_NAME.fullmatch(name):
+        raise ValueError(f"{name!r} is the label of an unnamed speaker; choose another name")
+    if any(not character.isprintable() for character in name):  # would break srt, txt and rttm lines
+        raise ValueError("a speaker name may not hold line breaks, tabs or other control characters")
+    return name
+
+
+SpeakerName = Annotated[ChannelName, AfterValidator(_not_reserved)]
+
+
+class KnownSpeaker(BaseModel):
+    """One enrolled voice of a request: a name and 1-3 clips (base64 or data URLs) of that voice alone."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: SpeakerName
+    audio: list[str] = Field(min_length=1, max_length=MAX_CLIPS_PER_SPEAKER)
+
+    @field_validator("audio", mode="before")
+    @classmethod
+    def _one_or_more(cls, value):
+        return [value] if isinstance(value, str) else value
 
 
 def _default_cache_dir() -> Path:
@@ -76,6 +107,10 @@ class ModelSettings(BaseSettings):
     model_cache_dir: Path = Field(default_factory=_default_cache_dir)
     max_audio_seconds: float = Field(
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
+    )
+    speakers_dir: Optional[Path] = Field(
+        None, description="Known speakers: one folder per name holding 2-30 s clips of that voice, embedded at "
+        "start-up (needs DIARIZATION_MODEL); a request's known_speakers win on a name clash.",
     )
 
     def with_workers_for(self, concurrency: int) -> "ModelSettings":
@@ -154,6 +189,13 @@ class InferenceConfig(BaseModel):
     diarize_channels: bool = Field(
         False, description="Multichannel: also diarize each channel (with DIARIZATION_MODEL set)."
     )
+    known_speakers: Optional[list[KnownSpeaker]] = Field(
+        None, min_length=1, max_length=MAX_KNOWN_SPEAKERS,
+        description="Voices to name: [{'name', 'audio': base64 clip or list of 1-3}], clips of 2-30 s.",
+    )
+    return_speaker_embeddings: bool = Field(
+        False, description="Return one speaker embedding per speaker, with the embedding model's name."
+    )
 
     @field_validator("language", mode="before")
     @classmethod
@@ -184,6 +226,14 @@ class InferenceConfig(BaseModel):
         if names is not None and len(set(names)) != len(names):
             raise ValueError("channel names must differ from each other")
         return names
+
+    @field_validator("known_speakers")
+    @classmethod
+    def _distinct_speakers(cls, speakers):
+        names = [speaker.name for speaker in speakers or []]
+        if len(set(names)) != len(names):
+            raise ValueError("each known speaker needs a name of its own (a name appears twice)")
+        return speakers
 
     @field_validator("return_timestamps", mode="before")
     @classmethod

@@ -32,6 +32,7 @@ class EndpointHandler:
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
         self.diarizer = speaker_labels.load_diarizer(self.settings, path)
+        self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
 
     def __call__(self, data: dict) -> dict:
@@ -41,8 +42,9 @@ class EndpointHandler:
         context = context or DecodeContext()
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
         config = request.config
+        voices = speaker_labels.request_voices(self.diarizer, config, self.voices)  # clips checked before ASR
         context.check()  # e.g. a deadline passed while the audio was decoded
-        transcribe = partial(self._transcribe, context=context)
+        transcribe = partial(self._transcribe, context=context, voices=voices)
         if config.multichannel:  # each channel on its own, one speaker per channel
             context.in_order = False  # the channels' windows one channel after another, not in time order
             diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
@@ -59,7 +61,7 @@ class EndpointHandler:
         )
 
     def _transcribe(self, samples, config, warnings: list[str], *, diarize: bool,
-                    context: DecodeContext) -> tuple[Transcript, dict]:
+                    context: DecodeContext, voices=None) -> tuple[Transcript, dict]:
         """One mono signal: the transcript, and its ``speakers`` (and ``speaker_turns``) when diarized."""
         # Speakers are given word by word; the chunks still come as the request asked.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
@@ -68,6 +70,8 @@ class EndpointHandler:
             return transcript, {}
         context.stage(DIARIZING)  # diarization runs whole: a stop asked meanwhile is seen after it
         duration = len(samples) / TARGET_RATE
-        extra = speaker_labels.label_speakers(self.diarizer, samples, transcript, config, duration, warnings)
+        extra = speaker_labels.label_speakers(
+            self.diarizer, samples, transcript, config, duration, warnings, voices
+        )
         context.check()
         return transcript, extra

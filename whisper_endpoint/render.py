@@ -51,6 +51,8 @@ def response(
     confidence: bool = False,
     speakers: list[dict] | None = None,
     speaker_turns: list[dict] | None = None,
+    speaker_matches: list[dict] | None = None,
+    speaker_embeddings: dict | None = None,
     warnings: list[str] | None = None,
 ) -> dict:
     result = {
@@ -66,4 +68,8 @@ def response(
         result["segments"] = chunks(transcript, "segment", duration, confidence)
     if speaker_turns is not None:
         result["speaker_turns"] = speaker_turns
+    if speaker_matches is not None:  # known speakers: which speaker took which name, how similar
+        result["speaker_matches"] = speaker_matches
+    if speaker_embeddings is not None:
+        result["speaker_embeddings"] = speaker_embeddings
     return result

@@ -4,19 +4,28 @@ Diarization is off unless ``DIARIZATION_MODEL`` is set, as in the reference hand
 (no account, no network), a Hub pipeline id (with ``HF_TOKEN``) or a local directory / config.yaml
 (``whisper_endpoint/diarization/``). When it is on, the ASR runs with word timestamps and every word
 gets the speaker whose turn covers it most (``whisper_endpoint/speaker_merge.py``); ``speakers`` in
-the response is the list of consecutive runs of one speaker.
+the response is the list of consecutive runs of one speaker. Known speakers (``SPEAKERS_DIR``,
+``known_speakers``) rename the speakers they match (``speaker_names.py``) before the merge, so every
+format shows the names.
 """
 
 from __future__ import annotations
 
 import logging
 
+import numpy as np
+
+from whisper_endpoint import speaker_names
+from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
 from whisper_endpoint.results import SpeakerTurn, Transcript
+from whisper_endpoint.speaker_enrolment import read_speakers_dir, request_clips, voiceprints
 from whisper_endpoint.speaker_merge import merge_speakers
 
 logger = logging.getLogger(__name__)
 
-SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speaker_turns", "return_speaker_words")
+SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speaker_turns", "return_speaker_words",
+                   "return_speaker_embeddings")
+Voiceprints = dict[str, np.ndarray]
 
 
 def load_diarizer(settings, repository_path: str = ""):
@@ -39,6 +48,29 @@ def load_diarizer(settings, repository_path: str = ""):
     )
 
 
+def load_voices(settings, diarizer) -> Voiceprints:
+    """``SPEAKERS_DIR``'s voiceprints, embedded once at start-up (a start-up error names the path)."""
+    if settings.speakers_dir is None:
+        return {}
+    if diarizer is None:
+        raise ModelLoadError(f"SPEAKERS_DIR={settings.speakers_dir} needs diarization: set DIARIZATION_MODEL "
+                             "(e.g. embedded) or unset SPEAKERS_DIR")
+    return voiceprints(read_speakers_dir(settings.speakers_dir), diarizer.embed_voice)
+
+
+def request_voices(diarizer, config, deployment: Voiceprints) -> Voiceprints:
+    """The voiceprints this request names speakers with: ``SPEAKERS_DIR``'s and its own (its own win)."""
+    if config.known_speakers is None:
+        return deployment
+    diarized = config.diarize_channels if config.multichannel else config.diarize
+    if diarizer is None or not diarized:
+        why = ("DIARIZATION_MODEL is not set on this endpoint" if diarizer is None else
+               "this request turns it off (" + ("diarize_channels is false" if config.multichannel else
+                                                "diarize: false") + ")")
+        raise UnsupportedOptionError(f"known_speakers needs diarization, and {why}")
+    return {**deployment, **voiceprints(request_clips(config.known_speakers), diarizer.embed_voice)}
+
+
 def wanted(diarizer, config, warnings: list[str]) -> bool:
     """Whether this request gets speakers; explain speaker options that cannot apply."""
     if diarizer is not None:
@@ -52,8 +84,12 @@ def wanted(diarizer, config, warnings: list[str]) -> bool:
     return False
 
 
-def label_speakers(diarizer, samples, transcript: Transcript, config, duration: float, warnings: list[str]) -> dict:
-    """Diarize the audio and merge: the response's ``speakers`` (and ``speaker_turns`` when asked)."""
+def label_speakers(
+    diarizer, samples, transcript: Transcript, config, duration: float, warnings: list[str],
+    voices: Voiceprints | None = None,
+) -> dict:
+    """Diarize the audio, name the known speakers, and merge: the response's ``speakers`` (and
+    ``speaker_turns``, ``speaker_matches``, ``speaker_embeddings`` when asked)."""
     diarization = diarizer.diarize(
         samples,
         num_speakers=config.num_speakers,
@@ -61,13 +97,24 @@ def label_speakers(diarizer, samples, transcript: Transcript, config, duration: 
         max_speakers=config.max_speakers,
     )
     warnings.extend(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
+    extra: dict = {}
+    turns, exclusive = diarization.turns, diarization.exclusive
+    if voices or config.return_speaker_embeddings:
+        centroids = speaker_names.centroids(diarization.embeddings, exclusive, samples, diarizer.embed_voice)
+        matches = speaker_names.match(centroids, voices) if voices else []
+        turns, exclusive = speaker_names.renamed(turns, matches), speaker_names.renamed(exclusive, matches)
+        names = {found.speaker: found.name for found in matches}
+        if voices:
+            extra["speaker_matches"] = [vars(found) for found in matches]
+        if config.return_speaker_embeddings:
+            extra["speaker_embeddings"] = {"model": diarizer.embedding_model, "speakers": {
+                names.get(label, label): [round(float(x), 6) for x in vector] for label, vector in centroids.items()}}
     # The exclusive diarization (one speaker at a time) suits word labels; overlaps would need two.
-    speakers = merge_speakers(
-        transcript.segments, diarization.exclusive, with_words=config.return_speaker_words, duration=duration
+    extra["speakers"] = merge_speakers(
+        transcript.segments, exclusive, with_words=config.return_speaker_words, duration=duration
     )
-    extra = {"speakers": speakers}
     if config.return_speaker_turns:
-        extra["speaker_turns"] = [_turn(turn, duration) for turn in diarization.turns]
+        extra["speaker_turns"] = [_turn(turn, duration) for turn in turns]
     return extra
 
 

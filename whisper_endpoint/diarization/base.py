@@ -38,11 +38,13 @@ class Diarization:
       exclusive: at most one speaker at any time (pyannote's exclusive diarization, meant for
         aligning with transcripts); the same as ``turns`` when the pipeline does not provide it.
       warnings: what the pipeline reported, e.g. fewer speakers found than min_speakers.
+      embeddings: each speaker's centroid as the pipeline computed it (empty when it gives none).
     """
 
     turns: list[SpeakerTurn]
     exclusive: list[SpeakerTurn]
     warnings: list[str] = field(default_factory=list)
+    embeddings: dict[str, np.ndarray] = field(default_factory=dict, compare=False)  # arrays: no ==
 
     @property
     def speakers(self) -> list[str]:
@@ -103,6 +105,18 @@ class Diarizer:
             logger.info("diarization: %s", note)
         return diarization
 
+    def embed_voice(self, samples: np.ndarray) -> np.ndarray:
+        """One embedding of a clip of one voice, with the model the pipeline embeds speakers with."""
+        from whisper_endpoint.diarization.voices import embed_voice
+
+        return embed_voice(self.pipeline, samples)
+
+    @property
+    def embedding_model(self) -> str:
+        from whisper_endpoint.diarization.voices import embedding_model_name
+
+        return embedding_model_name(self.pipeline)
+
     def _run(self, samples: np.ndarray, count: SpeakerCount):
         import torch
 
@@ -128,7 +142,18 @@ def from_pyannote(output, *, warnings: list[str] | None = None) -> Diarization:
     regular = getattr(output, "speaker_diarization", output)
     exclusive = getattr(output, "exclusive_speaker_diarization", None)
     turns = _turns(regular)
-    return Diarization(turns, _turns(exclusive) if exclusive is not None else list(turns), warnings or [])
+    return Diarization(
+        turns, _turns(exclusive) if exclusive is not None else list(turns), warnings or [], _centroids(output)
+    )
+
+
+def _centroids(output) -> dict[str, np.ndarray]:
+    """``speaker_embeddings`` rows follow ``speaker_diarization.labels()`` (pyannote.audio 4)."""
+    centroids = getattr(output, "speaker_embeddings", None)
+    if centroids is None:
+        return {}
+    labels = output.speaker_diarization.labels()
+    return {str(label): np.asarray(row, dtype=np.float64) for label, row in zip(labels, centroids)}
 
 
 def _turns(annotation) -> list[SpeakerTurn]:

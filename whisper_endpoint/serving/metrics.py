@@ -22,6 +22,7 @@ class Metrics:
     inference_seconds: float = 0.0
     inferences: int = 0
     audio_seconds: float = 0.0
+    realtime_sessions: int = 0  # live WebSocket sessions open now
 
     def record_response(self, path: str, status: int) -> None:
         self.responses[(route_family(path), status)] += 1
@@ -53,6 +54,8 @@ class Metrics:
         metric("whisper_inferences_total", "counter", "Decodes that completed.", [("", self.inferences)])
         metric("whisper_audio_seconds_total", "counter", "Audio decoded, in seconds.", [("", self.audio_seconds)])
         uptime = time.time() - self.started
+        metric("whisper_realtime_sessions", "gauge", "Live transcription sessions open now (GET /v1/realtime).",
+               [("", self.realtime_sessions)])
         metric("whisper_uptime_seconds", "gauge", "Seconds since the server started.", [("", uptime)])
         return "\n".join(lines) + "\n"
 

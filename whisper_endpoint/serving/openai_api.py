@@ -20,14 +20,24 @@ from whisper_endpoint import formats
 from whisper_endpoint.adapters.errors import NotFoundError, with_param
 from whisper_endpoint.adapters.http import warnings_header
 from whisper_endpoint.adapters.payloads import text_parameters
-from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError, UnsupportedOptionError
+from whisper_endpoint.errors import (
+    ClientError,
+    InvalidInputError,
+    InvalidParameterError,
+    MissingInputError,
+    UnsupportedOptionError,
+)
 from whisper_endpoint.serving import openai_stream
 from whisper_endpoint.serving.openai_form import AudioForm, FormUploadRoute
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
+from whisper_endpoint.speaker_enrolment import decode_clip
 
 # Request fields the route sets itself: a form field may not override them.
-_ROUTE_FIELDS = ("task", "return_timestamps", "initial_prompt")
+_ROUTE_FIELDS = ("task", "return_timestamps", "initial_prompt", "known_speakers")
+# OpenAI's limits on known speakers (the handler's own known_speakers allows 8 names of 2-30 s clips).
+OPENAI_MAX_KNOWN_SPEAKERS = 4
+OPENAI_LONGEST_REFERENCE_S = 10.0
 
 
 def router(service: InferenceService) -> APIRouter:
@@ -124,6 +134,11 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
     granularities = form.timestamp_granularities or ["segment"]
     parameters = {**extra, **formats.parameters_for(name), "task": task,
                   "return_timestamps": formats.timestamps_for(name, granularities)}
+    known = _known_speakers(form, warnings)
+    if known and spec.speakers == "unused":
+        warnings.append(f"known_speaker_names[] were not used: response_format={name} shows no speakers")
+    elif known:
+        parameters["known_speakers"] = known
     if form.language is not None:
         parameters["language"] = form.language
     if form.prompt:
@@ -133,3 +148,30 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
     if service.diarization_available and spec.speakers == "unused":
         parameters.setdefault("diarize", False)  # nothing in this format would show the speakers
     return parameters
+
+
+def _known_speakers(form: AudioForm, warnings: list[str]) -> list[dict]:
+    """``known_speaker_names[]`` + ``known_speaker_references[]`` -> the handler's ``known_speakers``, under
+    OpenAI's limits (at most 4, each reference 2-10 s); each problem is a 4xx naming the field."""
+    names = [name.strip() for name in form.known_speaker_names]
+    references = form.known_speaker_references
+    if len(names) != len(references):
+        raise with_param(InvalidParameterError(
+            f"known_speaker_names[] has {len(names)} entries and known_speaker_references[] {len(references)}: "
+            "send one reference clip per name, in the same order"), "known_speaker_names[]")
+    if len(names) > OPENAI_MAX_KNOWN_SPEAKERS:
+        raise with_param(InvalidParameterError(
+            f"at most {OPENAI_MAX_KNOWN_SPEAKERS} known speakers (got {len(names)})"), "known_speaker_names[]")
+    if not all(names):
+        raise with_param(InvalidParameterError("known_speaker_names[]: a name is empty"), "known_speaker_names[]")
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise with_param(InvalidParameterError(
+            f"known_speaker_names[]: {twice[0]!r} appears more than once; give each speaker one name"),
+            "known_speaker_names[]")
+    for index, reference in enumerate(references):
+        try:
+            decode_clip(reference, f"known_speaker_references[{index}]", longest=OPENAI_LONGEST_REFERENCE_S)
+        except ClientError as exc:
+            raise with_param(exc, "known_speaker_references[]") from None
+    return [{"name": name, "audio": reference} for name, reference in zip(names, references)]

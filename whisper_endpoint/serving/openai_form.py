@@ -42,6 +42,13 @@ class AudioForm(BaseModel):
         default_factory=list, validation_alias=AliasChoices("timestamp_granularities[]", "timestamp_granularities"),
         description="verbose_json only: word and/or segment times.")
     stream: bool = Field(False, description="true: server-sent transcript events (json, text, diarized_json).")
+    known_speaker_names: list[str] = Field(
+        default_factory=list, validation_alias=AliasChoices("known_speaker_names[]", "known_speaker_names"),
+        description="Up to 4 names of speakers to recognise (with diarization), one per reference.")
+    known_speaker_references: list[str] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("known_speaker_references[]", "known_speaker_references"),
+        description="One audio clip (2-10 s, a data URL) per known speaker name, in the same order.")
 
     def extra_fields(self) -> list[tuple[str, str]]:
         """The fields OpenAI does not define, as sent (text values only)."""

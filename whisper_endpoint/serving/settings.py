@@ -70,6 +70,29 @@ class ServerSettings(BaseSettings):
         60.0, ge=0, description="On SIGTERM, how long in-flight and queued requests may still run."
     )
     log_level: str = "info"
+    # Live transcription (GET /v1/realtime, a WebSocket; serving/realtime/).
+    realtime_max_sessions: int = Field(
+        4, ge=0, le=1000, description="Live sessions open at once; 0 turns /v1/realtime off."
+    )
+    realtime_idle_timeout_s: float = Field(
+        60.0, gt=0, description="A live session that sends no event for this long is closed."
+    )
+    realtime_max_session_s: float = Field(
+        1800.0, gt=0, description="Longest live session (OpenAI's is 30 minutes); closed past it."
+    )
+    realtime_max_event_bytes: int = Field(
+        4 * MB, ge=1024, lt=16 * MB,
+        description="Largest client event (a JSON text frame); larger ones get an error event. Below "
+        "uvicorn's 16 MiB WebSocket limit, past which the connection itself is closed (1009).",
+    )
+    realtime_max_utterance_s: float = Field(
+        25.0, ge=2, le=29,
+        description="An utterance this long is committed even while the speaker goes on: its whole "
+        "audio, with padding, is decoded in one 30 s window.",
+    )
+    realtime_client_secret_ttl_s: int = Field(
+        600, ge=10, le=7200, description="Default lifetime of a client secret (POST /v1/realtime/client_secrets)."
+    )
     # Secrets: never printed (SecretStr); comma-separated in the environment (API_KEYS=key1,key2).
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,

@@ -1,0 +1,147 @@
+"""The OpenAI Realtime transcription events this server speaks, as pydantic models (client events)
+and small builders (server events).
+
+GA shapes (``session.update`` with ``session.type: "transcription"`` and ``session.audio.input``);
+the beta ``transcription_session.update`` (``input_audio_format``, ``input_audio_transcription``,
+``turn_detection`` at the top of the session) is accepted and mapped onto the same settings.
+Fields this server has no use for (``noise_reduction``, ``include``, ...) are ignored.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Literal, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+# The beta API's one PCM format name; its rate is 24 kHz.
+_BETA_FORMATS = {"pcm16": 24000}
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+
+class TurnDetection(_Event):
+    type: Literal["server_vad"] = "server_vad"
+    threshold: float = Field(0.5, ge=0.0, le=1.0)
+    prefix_padding_ms: int = Field(300, ge=0, le=5000)
+    silence_duration_ms: int = Field(500, ge=32, le=10000)
+
+
+class AudioFormat(_Event):
+    type: Literal["audio/pcm"] = "audio/pcm"
+    rate: Literal[24000, 16000] = 24000
+
+
+class Transcription(_Event):
+    model: Optional[str] = None  # accepted, not used to choose: the server has one model
+    language: Optional[str] = None
+    prompt: Optional[str] = Field(None, max_length=2000)
+
+
+class AudioInput(_Event):
+    format: Optional[AudioFormat] = None
+    transcription: Optional[Transcription] = None
+    turn_detection: Optional[TurnDetection] = None  # null: the client commits by itself
+
+
+class _Audio(_Event):
+    input: AudioInput = Field(default_factory=AudioInput)
+
+
+class Session(_Event):
+    """The GA session object of ``session.update`` (only what a transcription session uses)."""
+
+    type: Literal["transcription"] = "transcription"
+    audio: _Audio = Field(default_factory=_Audio)
+
+
+class BetaSession(_Event):
+    input_audio_format: Optional[Literal["pcm16"]] = None
+    input_audio_transcription: Optional[Transcription] = None
+    turn_detection: Optional[TurnDetection] = None
+
+    def as_input(self) -> AudioInput:
+        values: dict = {}
+        if "input_audio_format" in self.model_fields_set and self.input_audio_format is not None:
+            values["format"] = AudioFormat(rate=_BETA_FORMATS[self.input_audio_format])
+        if "input_audio_transcription" in self.model_fields_set:
+            values["transcription"] = self.input_audio_transcription
+        if "turn_detection" in self.model_fields_set:
+            values["turn_detection"] = self.turn_detection
+        return AudioInput(**values)
+
+
+class SessionUpdate(_Event):
+    type: Literal["session.update"]
+    event_id: Optional[str] = None
+    session: Session
+
+
+class BetaSessionUpdate(_Event):
+    type: Literal["transcription_session.update"]
+    event_id: Optional[str] = None
+    session: BetaSession
+
+
+class Append(_Event):
+    type: Literal["input_audio_buffer.append"]
+    event_id: Optional[str] = None
+    audio: str
+
+
+class Commit(_Event):
+    type: Literal["input_audio_buffer.commit"]
+    event_id: Optional[str] = None
+
+
+class Clear(_Event):
+    type: Literal["input_audio_buffer.clear"]
+    event_id: Optional[str] = None
+
+
+ClientEvent = Union[SessionUpdate, BetaSessionUpdate, Append, Commit, Clear]
+_TYPES = {model.model_fields["type"].annotation.__args__[0]: model for model in ClientEvent.__args__}
+
+
+class EventError(Exception):
+    """A client event that cannot be applied; becomes an ``error`` event, and the session goes on."""
+
+    def __init__(self, message: str, code: str = "invalid_event", *, param: str | None = None,
+                 event_id: str | None = None):
+        super().__init__(message)
+        self.message, self.code, self.param, self.event_id = message, code, param, event_id
+
+
+def parse_client_event(data) -> ClientEvent:
+    """Validate one decoded JSON event; ``EventError`` names what is wrong."""
+    if not isinstance(data, dict):
+        raise EventError(f"an event must be a JSON object, got {type(data).__name__}")
+    event_id = data.get("event_id") if isinstance(data.get("event_id"), str) else None
+    kind = data.get("type")
+    model = _TYPES.get(kind) if isinstance(kind, str) else None
+    if model is None:
+        raise EventError(f"unknown event type {str(kind)[:100]!r}; this server accepts {', '.join(_TYPES)}",
+                         "unknown_event_type", param="type", event_id=event_id)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise EventError(f"{kind}: {where}: {first['msg']}", "invalid_value", param=where,
+                         event_id=event_id) from None
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(10)}"
+
+
+def server_event(kind: str, **fields) -> dict:
+    return {"type": kind, "event_id": new_id("event"), **fields}
+
+
+def error_event(error: EventError) -> dict:
+    body = {"type": "invalid_request_error", "code": error.code, "message": error.message,
+            "param": error.param, "event_id": error.event_id}
+    return server_event("error", error=body)

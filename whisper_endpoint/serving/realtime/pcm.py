@@ -1,0 +1,50 @@
+"""Client audio in: base64 PCM16 little-endian mono at 24 or 16 kHz, to 16 kHz float32.
+
+The 24 kHz stream goes through one PyAV (libswresample) resampler per session, which keeps its
+filter state between appends, so 100 ms pieces join without clicks at their borders.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+import av
+import numpy as np
+
+from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.serving.realtime.events import EventError
+
+
+class PCMInput:
+    def __init__(self, rate: int):
+        self.rate = rate
+        self._resampler = (
+            None if rate == TARGET_RATE else av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE)
+        )
+
+    def decode(self, text: str, max_seconds: float) -> np.ndarray:
+        """16 kHz float32 samples of one ``input_audio_buffer.append``; ``EventError`` when the audio
+        is not base64, not whole 16-bit samples, or longer than ``max_seconds``."""
+        try:
+            data = base64.b64decode(text, validate=True)
+        except (binascii.Error, ValueError):
+            raise EventError("input_audio_buffer.append: 'audio' is not valid base64", "invalid_audio",
+                             param="audio") from None
+        if len(data) % 2:
+            raise EventError(
+                f"input_audio_buffer.append: 'audio' has {len(data)} bytes, an odd count: PCM16 samples "
+                "are 2 bytes each", "invalid_audio", param="audio")
+        seconds = len(data) / 2 / self.rate
+        if seconds > max_seconds:
+            raise EventError(
+                f"input_audio_buffer.append: {seconds:.1f} s of audio in one event; at most {max_seconds:g} s "
+                "(REALTIME_MAX_UTTERANCE_S): send it in smaller pieces", "audio_too_large", param="audio")
+        samples = np.frombuffer(data, dtype="<i2").astype(np.float32) / 32768.0
+        if self._resampler is None or not len(samples):
+            return samples
+        frame = av.AudioFrame.from_ndarray(samples[None], format="flt", layout="mono")
+        frame.sample_rate = self.rate
+        frame.pts = None
+        out = [piece.to_ndarray().reshape(-1) for piece in self._resampler.resample(frame)]
+        return np.concatenate(out).astype(np.float32, copy=False) if out else np.zeros(0, np.float32)

@@ -1,0 +1,179 @@
+"""``GET /v1/realtime?intent=transcription`` (WebSocket) and ``POST /v1/realtime/client_secrets``.
+
+Before the upgrade: the API key (``Authorization: Bearer``, or for browsers a client secret or key as
+the ``openai-insecure-api-key.<value>`` subprotocol), the model's readiness and REALTIME_MAX_SESSIONS;
+a refusal is an HTTP answer (401, 503, 429) with the usual JSON error. After it: one event per text
+frame; anything wrong with an event becomes an ``error`` event and the session goes on. The session
+ends after REALTIME_IDLE_TIMEOUT_S without an event (waiting for its transcripts is not idling) or
+REALTIME_MAX_SESSION_S in all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from dataclasses import replace
+
+from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
+from starlette.websockets import WebSocketState
+
+from whisper_endpoint.adapters.errors import QueueFullError
+from whisper_endpoint.adapters.http import error_reply
+from whisper_endpoint.errors import EndpointError, InvalidParameterError
+from whisper_endpoint.serving.auth import APIKeys, UnauthorizedError
+from whisper_endpoint.serving.limits import read_body
+from whisper_endpoint.serving.realtime import events
+from whisper_endpoint.serving.realtime.client_secrets import ClientSecrets, SecretRequest
+from whisper_endpoint.serving.realtime.config import SessionConfig
+from whisper_endpoint.serving.realtime.decoder import ServiceDecoder
+from whisper_endpoint.serving.realtime.session import RealtimeSession
+from whisper_endpoint.serving.responses import JSONResult
+from whisper_endpoint.serving.service import InferenceService
+
+logger = logging.getLogger(__name__)
+_KEY_PROTOCOL = "openai-insecure-api-key."
+_SECRET_BODY_BYTES = 64 * 1024
+
+
+class Refused(Exception):
+    def __init__(self, error: EndpointError):
+        self.error = error
+
+
+def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRouter:
+    settings = service.settings
+    secrets = ClientSecrets(settings.realtime_client_secret_ttl_s)
+    api = APIRouter()
+
+    @api.post("/v1/realtime/client_secrets", dependencies=protected,
+              summary="A short-lived secret a browser sends as its WebSocket subprotocol")
+    async def client_secrets(request: Request) -> JSONResult:
+        body = await read_body(request, _SECRET_BODY_BYTES, settings.body_timeout_s)
+        try:
+            return JSONResult(secrets.issue(SecretRequest.model_validate_json(body or b"{}")))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(part) for part in first["loc"]) or "body"
+            raise InvalidParameterError(f"client_secrets: {where}: {first['msg']}") from None
+        except events.EventError as exc:
+            raise InvalidParameterError(exc.message) from None
+
+    @api.websocket("/v1/realtime")
+    async def realtime(websocket: WebSocket) -> None:
+        try:
+            config = _admit(websocket, service, keys, secrets, service.metrics.realtime_sessions)
+        except Refused as refused:
+            reply = error_reply(refused.error, openai=True)
+            await websocket.send_denial_response(JSONResult(reply.body, reply.status, reply.headers))
+            return
+        service.metrics.realtime_sessions += 1  # the count REALTIME_MAX_SESSIONS limits, also on /metrics
+        try:
+            await _serve(websocket, service, config)
+        finally:
+            service.metrics.realtime_sessions -= 1
+
+    return api
+
+
+def _admit(websocket: WebSocket, service: InferenceService, keys: APIKeys, secrets: ClientSecrets,
+           open_now: int) -> SessionConfig:
+    """The new session's settings, or ``Refused`` with the reason."""
+    config = _authorized(websocket, keys, secrets)  # first: a refusal says nothing more to a stranger
+    intent = websocket.query_params.get("intent", "transcription")
+    if intent != "transcription":
+        raise Refused(InvalidParameterError(
+            f"intent={intent[:50]!r}: this server has transcription sessions only (intent=transcription)"))
+    try:
+        service.check_ready()
+    except EndpointError as exc:
+        raise Refused(exc) from None
+    limit = service.settings.realtime_max_sessions
+    if open_now >= limit:
+        raise Refused(QueueFullError(
+            f"{open_now} live sessions are open, the most this server allows (REALTIME_MAX_SESSIONS={limit}); "
+            "retry later", retry_after=5))
+    return replace(config, id=events.new_id("sess"))
+
+
+def _authorized(websocket: WebSocket, keys: APIKeys, secrets: ClientSecrets) -> SessionConfig:
+    offered = [p[len(_KEY_PROTOCOL):] for p in websocket.scope.get("subprotocols", []) if p.startswith(_KEY_PROTOCOL)]
+    for value in offered:  # a client secret brings the session settings it was issued with
+        config = secrets.session_for(value)
+        if config is not None:
+            return config
+    if not keys:
+        return SessionConfig()
+    scheme, _, key = websocket.headers.get("authorization", "").partition(" ")
+    presented = [key.strip()] if scheme.lower() == "bearer" and key.strip() else []
+    if any(keys.matches(value) for value in presented + offered):
+        return SessionConfig()
+    raise Refused(UnauthorizedError())
+
+
+async def _serve(websocket: WebSocket, service: InferenceService, config: SessionConfig) -> None:
+    settings = service.settings
+    offered = websocket.scope.get("subprotocols", [])
+    await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
+    lock = asyncio.Lock()
+
+    async def send(event: dict) -> None:
+        # A transcript that is ready after the client left (or after the close) has nobody to go to.
+        async with lock:
+            if WebSocketState.DISCONNECTED in (websocket.client_state, websocket.application_state):
+                return
+            try:
+                await websocket.send_text(json.dumps(event))
+            except WebSocketDisconnect:
+                pass
+
+    session = RealtimeSession(send, ServiceDecoder(service), config, settings.realtime_max_utterance_s)
+    await send(events.server_event("session.created", session=config.describe()))
+    deadline = time.monotonic() + settings.realtime_max_session_s
+    try:
+        await _receive_loop(websocket, session, send, settings, deadline)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        await session.close()
+
+
+async def _receive_loop(websocket: WebSocket, session: RealtimeSession, send, settings, deadline: float) -> None:
+    idle = settings.realtime_idle_timeout_s
+    while True:
+        left = deadline - time.monotonic()
+        try:
+            message = await asyncio.wait_for(websocket.receive(), max(min(idle, left), 0.001))
+        except asyncio.TimeoutError:
+            if left > idle and session.decoding:
+                continue  # waiting for its transcripts is not idling
+            code, why = (("session_expired", f"the session reached REALTIME_MAX_SESSION_S="
+                          f"{settings.realtime_max_session_s:g} s") if left <= idle else
+                         ("idle_timeout", f"no event for REALTIME_IDLE_TIMEOUT_S={idle:g} s"))
+            await send(events.error_event(events.EventError(f"{why}; closing the session", code)))
+            await websocket.close(1000, code)
+            return
+        if message["type"] == "websocket.disconnect":
+            return
+        try:
+            await session.handle(_event(message, settings.realtime_max_event_bytes))
+        except events.EventError as exc:
+            await send(events.error_event(exc))
+
+
+def _event(message: dict, limit: int):
+    """The client event in one WebSocket message; ``EventError`` says what is wrong with it."""
+    text = message.get("text")
+    if text is None:
+        raise events.EventError("binary frames are not events: send each event as JSON in a text frame",
+                                "invalid_event")
+    if len(text) > limit or len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise events.EventError(f"the event is larger than {limit} bytes (REALTIME_MAX_EVENT_BYTES): send "
+                                "audio in smaller appends", "event_too_large")
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise events.EventError(f"the event is not JSON ({exc.msg} at character {exc.pos})", "invalid_json") from None
+    return events.parse_client_event(data)
