@@ -94,6 +94,10 @@ def test_verbose_json_words_and_segments(client, audio):
     assert segment.text.strip() == TEXT and segment.avg_logprob < 0
 
 
+def test_segment_granularity_is_accepted_with_any_format_as_openai_does(client, audio):
+    assert client.audio.transcriptions.create(model="whisper-1", file=audio, timestamp_granularities=["segment"]).text == TEXT
+
+
 def test_verbose_json_words_only(client, audio):
     result = client.audio.transcriptions.create(
         model="whisper-1", file=audio, response_format="verbose_json", timestamp_granularities=["word"],

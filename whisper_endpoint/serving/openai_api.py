@@ -117,9 +117,9 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
             f"{name} is not streamed: send stream=false"), "stream")
     if task == "translate" and spec.speakers == "required":
         raise with_param(InvalidParameterError(f"translations have no {name} format"), "response_format")
-    if form.timestamp_granularities and name != "verbose_json":
+    if "word" in form.timestamp_granularities and name != "verbose_json":  # OpenAI accepts "segment" anywhere
         raise with_param(InvalidParameterError(
-            "timestamp_granularities[] needs response_format=verbose_json"), "timestamp_granularities")
+            "timestamp_granularities[]=word needs response_format=verbose_json"), "timestamp_granularities")
     extra = text_parameters(form.extra_fields())
     if spec.speakers == "required" and not formats.speakers_available(extra, service.diarization_available):
         raise with_param(UnsupportedOptionError(
