@@ -15,6 +15,9 @@ def settings(model: str, **values):
     from whisper_endpoint.config import ModelSettings
 
     values.setdefault("cpu_threads", THREADS)
+    # The items compare batch sizes up to 24 with the raw backends at 24: the CPU default cap (8) would
+    # change what they measure.
+    values.setdefault("max_batch_size", 24)
     cache = os.environ.get("MODEL_CACHE_DIR")
     if cache:
         values.setdefault("model_cache_dir", Path(cache))

@@ -20,7 +20,9 @@ class Plan:
     sequential_vs_batched_s: float  # item 2
     sweep_s: float  # item 4
     batch_sizes: tuple[int, ...]
-    diarization_s: float | None  # item 5; None = the whole file
+    diarization_s: float | None  # item 5's headline length (one of diarization_lengths_s)
+    diarization_lengths_s: tuple[float, ...]  # item 5: per-stage CPU time and peak memory
+    diarization_rtf: tuple[float, int]  # item 5: (seconds, threads) of the diarized request timed for its real-time factor
     merge_words: tuple[int, ...]
     scaling_s: tuple[float, ...]  # item 6
     speculative_clips: int
@@ -52,7 +54,9 @@ FULL = Plan(
     sequential_vs_batched_s=180.0,
     sweep_s=240.0,
     batch_sizes=(1, 4, 8, 16, 24),
-    diarization_s=300.0,  # 5 min of the long file: the whole file would not fit the hour on 2 busy cores
+    diarization_s=300.0,  # 5 min of the long file
+    diarization_lengths_s=(60.0, 300.0, 804.0, 1608.0),  # 804 s: the whole file; 1608 s: two copies
+    diarization_rtf=(804.0, 2),
     merge_words=(2_000, 20_000, 200_000),
     scaling_s=(60.0, 300.0, 804.0, 1608.0),
     speculative_clips=5,
@@ -82,6 +86,8 @@ QUICK = Plan(
     sweep_s=32.0,
     batch_sizes=(1, 4),
     diarization_s=8.0,
+    diarization_lengths_s=(8.0,),
+    diarization_rtf=(8.0, 1),  # two threads on a shared 2-core machine mostly measure contention
     merge_words=(200, 2_000),
     scaling_s=(5.0,),
     speculative_clips=1,

@@ -101,11 +101,19 @@ def _diarization(ax, entry) -> None:
     asr = entry["asr_alone_cpu_s" if cpu else "asr_alone_s"]
     rest = entry["asr_with_diarization_cpu_s" if cpu else "asr_with_diarization_s"] - asr
     ax.bar(["ASR alone", "ASR + diarization"], [asr, asr], color="#4c72b0", label="ASR")
-    ax.bar(["ASR + diarization"], [rest], bottom=[asr], color="#dd8452", label="diarization, words, merge")
+    stages = entry.get("stages", {}).get("cpu_s", {})
+    parts = [("segmentation", "diarization/segmentation", "#dd8452"),
+             ("embeddings", "diarization/embeddings", "#55a868")]
+    bottom = asr
+    for label, path, color in parts if cpu and all(path in stages for _, path, _ in parts) else ():
+        ax.bar(["ASR + diarization"], [stages[path]], bottom=[bottom], color=color, label=label)
+        bottom, rest = bottom + stages[path], rest - stages[path]
+    ax.bar(["ASR + diarization"], [rest], bottom=[bottom], color="#c44e52" if bottom > asr else "#dd8452",
+           label="rest: words, clustering, fill, merge" if bottom > asr else "diarization, words, merge")
     ax.set_ylabel("CPU seconds" if cpu else "seconds")
     ax.set_title(f"5. Diarization share {100 * entry['diarization_share']:.0f}% ({entry['audio_s'] / 60:.1f} min)",
                  fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper left")
 
 
 def _merge(ax, entry) -> None:

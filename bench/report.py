@@ -95,13 +95,42 @@ def _diarization(entry: dict) -> list[str]:
     rows = ["| audio | ASR alone s | ASR + diarization + merge s | diarization share | merge alone (real words) |",
             "|---|---|---|---|---|",
             f"| {entry['audio_s']} s | {entry['asr_alone_s']} | {entry['asr_with_diarization_s']}{cpu} | "
-            f"{100 * entry['diarization_share']:.0f}% | {entry['merge_alone_s']} s for {entry['words']} words |",
-            "", "| merge, words | " + " | ".join(merge) + " |", "|---|" + "---|" * len(merge),
-            "| s | " + " | ".join(str(v["median_s"]) for v in merge.values()) + " |",
-            "| µs per word | " + " | ".join(str(v["us_per_word"]) for v in merge.values()) + " |"]
+            f"{100 * entry['diarization_share']:.0f}% | {entry['merge_alone_s']} s for {entry['words']} words |"]
+    if "lengths" in entry:
+        rows += ["", *_diarization_stages(entry)]
+    rows += ["", "| merge, words | " + " | ".join(merge) + " |", "|---|" + "---|" * len(merge),
+             "| s | " + " | ".join(str(v["median_s"]) for v in merge.values()) + " |",
+             "| µs per word | " + " | ".join(str(v["us_per_word"]) for v in merge.values()) + " |"]
     if all("us_per_word_gc_paused" in v for v in merge.values()):
         rows.append("| µs per word, garbage collector paused | "
                     + " | ".join(str(v["us_per_word_gc_paused"]) for v in merge.values()) + " |")
+    return rows
+
+
+# (column, stage path in bench/stages.py's report); "other": speaker counting, clustering, reconstruction
+_STAGES = (("segmentation", "diarization/segmentation"), ("embeddings", "diarization/embeddings"),
+           ("clustering etc.", "diarization/other"), ("speech fill", "diarization/speech_fill"),
+           ("turn check", "diarization/turn_check"))
+
+
+def _diarization_stages(entry: dict) -> list[str]:
+    """CPU seconds per stage of one diarized request (one thread), and its peak memory."""
+    rows = ["Per stage, one diarized request per length in a fresh process, one thread (CPU s):", "",
+            "| audio | ASR alone | ASR (words) | " + " | ".join(name for name, _ in _STAGES)
+            + " | diarizer | diarizer / ASR alone | diarizer share | RSS after load MiB | peak RSS MiB |",
+            "|---" * (8 + len(_STAGES)) + "|"]
+    for row in entry["lengths"]:
+        cpu = row["stages"]["cpu_s"]
+        rows.append(f"| {row['audio_s'] / 60:.1f} min | {row['asr_alone_cpu_s']} | {cpu.get('asr', '-')} | "
+                    + " | ".join(str(cpu.get(path, "-")) for _, path in _STAGES)
+                    + f" | {cpu.get('diarization', '-')} | {row['diarizer_over_asr']} | "
+                    f"{100 * row['diarizer_share']:.0f}% | {row['rss_after_load_mib']} | {row['peak_rss_mib']} |")
+    two = entry.get("real_time")
+    if two:
+        rows += ["", f"{two['threads']} thread(s), {two['audio_s'] / 60:.1f} min: the diarized request took "
+                     f"{two['asr_with_diarization_s']} s ({two['real_time_factor']:.3f} x real time; "
+                     f"{two['asr_with_diarization_cpu_s']} CPU s), the ASR alone {two['asr_alone_s']} s; load average "
+                     f"{two['loadavg'][0]}."]
     return rows
 
 

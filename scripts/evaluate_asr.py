@@ -45,7 +45,7 @@ def evaluate(name: str) -> dict:
     from whisper_endpoint.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
-    settings = ModelSettings(asr_model=f"embedded:{name}")
+    settings = ModelSettings(asr_model=f"embedded:{name}", max_batch_size=24)  # the raw pipeline's batch size
     handler = EndpointHandler(settings=settings)
     model_dir = embedded.assemble(embedded.MODELS[name], settings.model_cache_dir)
     refs = json.loads((AUDIO / "clips" / "refs.json").read_text())

@@ -41,13 +41,15 @@ def decode_reference(path: Path) -> np.ndarray:
     return decode_audio(str(path))
 
 
-def encode(samples: np.ndarray, rate: int, container: str, codec: str, channels: int = 1) -> bytes:
-    """Encode float samples (channels, n) or (n,) into an in-memory file with PyAV's FFmpeg."""
+def encode(samples: np.ndarray, rate: int, container: str, codec: str, channels: int = 1,
+           options: dict | None = None) -> bytes:
+    """Encode float samples (channels, n) or (n,) into an in-memory file with PyAV's FFmpeg (``options``:
+    the muxer's, e.g. ``{"live": "1"}`` for WebM as MediaRecorder writes it, without a duration)."""
     data = np.atleast_2d(samples).astype(np.float32)
     if data.shape[0] == 1 and channels > 1:
         data = np.repeat(data, channels, axis=0)
     buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format=container) as out:
+    with av.open(buffer, mode="w", format=container, options=options or {}) as out:
         stream = out.add_stream(codec, rate=rate, layout="stereo" if channels == 2 else "mono")
         fmt = stream.codec_context.codec.audio_formats[0].name
         frames = []
@@ -91,6 +93,14 @@ def tiny_handler(settings_factory):
 
 
 @pytest.fixture(scope="session")
+def tiny_tf(settings_factory):
+    """tiny.en on the transformers backend."""
+    from whisper_endpoint.handler import EndpointHandler
+
+    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", asr_backend="transformers"))
+
+
+@pytest.fixture(scope="session")
 def base_handler(settings_factory):
     from whisper_endpoint.handler import EndpointHandler
 
@@ -104,3 +114,13 @@ def diarizing_handler(settings_factory):
 
     settings = settings_factory(asr_model="embedded:tiny.en", diarization_model="embedded", num_workers=2)
     return EndpointHandler(settings=settings)
+
+
+@pytest.fixture
+def short_windows(monkeypatch):
+    """Windows as short as 4 s (issue 17's floor is 15 s, ``cost.MIN_WINDOW_S``): the tests of progress,
+    cancellation and concurrency need several windows from a few seconds of audio, cheaply. The floor
+    itself is tested in test_bounds.py."""
+    from whisper_endpoint.backends import cost
+
+    monkeypatch.setattr(cost, "MIN_WINDOW_S", 4)

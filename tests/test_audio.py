@@ -1,6 +1,7 @@
 """Decoding: every common container, down-mixing, resampling, and clean failures."""
 
 import io
+import re
 import wave
 
 import numpy as np
@@ -29,6 +30,7 @@ def test_each_container_decodes_to_the_same_audio(container, codec):
     # Lossy codecs add padding (priming samples); the length stays within 0.1 s.
     assert abs(audio.duration - len(reference) / TARGET_RATE) < 0.1
     assert 0.5 < np.std(audio.samples) / np.std(reference) < 2
+    assert audio.warnings == ()  # codec delay and padding are no truncation
 
 
 def test_flac_matches_faster_whisper_decoder():
@@ -84,6 +86,62 @@ def test_truncated_file_keeps_what_decodes_or_fails_cleanly():
     data = CLIP.read_bytes()
     audio = decode_file(data[: len(data) // 2], max_seconds=60)
     assert 0 < audio.duration < len(decode_reference(CLIP)) / TARGET_RATE
+
+
+def _streamed_flac(data: bytes) -> bytes:
+    """The clip as a streaming FLAC encoder leaves it: STREAMINFO's total samples (36 bits) and MD5 zero."""
+    out = bytearray(data)
+    assert out[:4] == b"fLaC" and out[4] & 0x7F == 0  # the first metadata block is STREAMINFO
+    fields = int.from_bytes(out[18:26], "big") & ~((1 << 36) - 1)
+    out[18:26], out[26:42] = fields.to_bytes(8, "big"), bytes(16)
+    return bytes(out)
+
+
+def _streamed_wav(data: bytes) -> bytes:
+    """A WAV written to a pipe: the data chunk's size is the 0xFFFFFFFF placeholder."""
+    at = data.index(b"data") + 4
+    return data[:at] + b"\xff\xff\xff\xff" + data[at + 4:]
+
+
+def _clip_as(container: str, codec: str, **options) -> bytes:
+    reference = decode_reference(CLIP)
+    rate = 48000 if codec == "libopus" else TARGET_RATE
+    source = np.interp(np.arange(0, len(reference), TARGET_RATE / rate), np.arange(len(reference)), reference)
+    return encode(source, rate, container, codec, options=options)
+
+
+TRUNCATED = {  # name -> the whole file, and the bytes of it that are kept
+    "flac, its first seventh (STREAMINFO)": (CLIP.read_bytes, lambda data: data[: len(data) // 7]),
+    "wav, first 23 kB (data chunk size)": (lambda: _clip_as("wav", "pcm_s16le"), lambda data: data[:23_000]),
+    "mp3, first half (Xing frame count)": (lambda: _clip_as("mp3", "libmp3lame"), lambda data: data[: len(data) // 2]),
+    "webm, first half (segment duration)": (lambda: _clip_as("webm", "libopus"), lambda data: data[: len(data) // 2]),
+}
+UNDECLARED = {  # formats and writers that declare no length: a truncation cannot be told from a short file
+    "streamed flac (total samples 0)": lambda: _streamed_flac(CLIP.read_bytes())[: len(CLIP.read_bytes()) // 7],
+    "MediaRecorder-like webm (live)": lambda: (d := _clip_as("webm", "libopus", live="1"))[: len(d) // 2],
+    "ogg/opus": lambda: (d := _clip_as("ogg", "libopus"))[: len(d) // 2],
+    "streamed wav (size 0xFFFFFFFF)": lambda: _streamed_wav(_clip_as("wav", "pcm_s16le"))[:23_000],
+}
+
+
+@pytest.mark.parametrize("name", TRUNCATED)
+def test_a_file_that_ends_before_its_declared_length_is_said(name):
+    whole, cut = TRUNCATED[name]
+    data = whole()
+    full, truncated = decode_file(data, max_seconds=60), decode_file(cut(data), max_seconds=60)
+    assert full.warnings == () and 0.2 < truncated.duration < full.duration - 1
+    [warning] = truncated.warnings
+    found = re.fullmatch(r"the file declares ([\d.]+) s of audio but only ([\d.]+) s decode \(a truncated file or an "
+                         r"incomplete upload\?\): the transcript covers those \2 s", warning)
+    declared, decoded = float(found[1]), float(found[2])
+    # The header's length is the whole file's (give or take codec delay), the decoded one what is left.
+    assert abs(declared - full.duration) < 0.1 and abs(decoded - truncated.duration) < 0.05
+
+
+@pytest.mark.parametrize("name", UNDECLARED)
+def test_files_that_declare_no_length_are_never_flagged(name):
+    audio = decode_file(UNDECLARED[name](), max_seconds=60)
+    assert 0 < audio.duration < 2.5 and audio.warnings == ()
 
 
 def test_duration_limit_stops_decoding():

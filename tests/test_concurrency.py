@@ -5,7 +5,8 @@ threads at once, and the live server at MAX_CONCURRENCY=2 does the same on both 
 response must equal the response to the same request sent alone. The long inputs are 5-8 s slices
 decoded with ``chunk_length_s`` 4 and ``batch_size`` 1, so each takes the long-audio path, on
 ctranslate2 through several batches (where faster-whisper's pipeline carries word-timing state),
-while staying cheap.
+while staying cheap. For that the tests lower the 15 s floor on windows (issue 17) to 4 s (conftest's
+``short_windows``): with it these slices would be one sequential window each.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from whisper_endpoint.diarization.base import SpeakerCount, count_notes
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
+
+pytestmark = pytest.mark.usefixtures("short_windows")  # several windows from short audio (conftest)
 
 RATE = 16000
 LONG = {"return_timestamps": "word", "chunk_length_s": 4, "batch_size": 1}

@@ -9,7 +9,6 @@ import pytest
 from tests.conftest import CLIPS, decode_reference, read_clip
 from tests.serving_helpers import CLIP, TEXT
 from whisper_endpoint.backends import decoding_options
-from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.results import Segment
 
 FIELDS = {"avg_logprob", "no_speech_prob", "compression_ratio", "temperature"}
@@ -57,9 +56,9 @@ def test_hotwords_bring_a_missed_word(backend, tiny_handler, tiny_tf):
     result = handler({"inputs": read_clip("asterisk_queue-thereare.flac"), "parameters": {
         "hotwords": "caller", "no_speech_threshold": 0.3, "condition_on_previous_text": False}})
     assert "caller number" in result["text"].lower()
-    if backend == "transformers":  # as a prompt; what it cannot apply is said
-        assert any("no_speech_threshold" in w for w in result["warnings"])
-        assert any("condition_on_previous_text" in w for w in result["warnings"])  # short audio: one window
+    if backend == "transformers":  # as a prompt; no_speech_threshold on its scored window; one window: said
+        assert result["decoding"]["confidence_windows"] == 1
+        assert any("condition_on_previous_text" in w for w in result["warnings"])
 
 
 def test_the_batched_path_samples_at_the_temperature_asked_and_warns_what_it_cannot_do(tiny_handler):
@@ -73,11 +72,7 @@ def test_the_batched_path_samples_at_the_temperature_asked_and_warns_what_it_can
     assert any(w.startswith("condition_on_previous_text applies") for w in result["warnings"])
 
 
-def test_no_speech_rule_and_prompt_order():
-    options = InferenceConfig(no_speech_threshold=0.5)
+def test_no_speech_rule():
     silent = Segment(0, 1, " you", no_speech_prob=0.8, avg_logprob=-1.5)
-    assert not decoding_options.keep(silent, options)
-    assert decoding_options.keep(Segment(0, 1, " yes", no_speech_prob=0.8, avg_logprob=-0.2), options)
-    assert decoding_options.keep(silent, InferenceConfig(no_speech_threshold=0.9))
-    both = InferenceConfig(hotwords=" Zyxel ", initial_prompt="Meeting notes.")
-    assert decoding_options.prompt_text(both) == "Zyxel Meeting notes."
+    assert not decoding_options.keep(silent, 0.5) and decoding_options.keep(silent, 0.9)
+    assert decoding_options.keep(Segment(0, 1, " yes", no_speech_prob=0.8, avg_logprob=-0.2), 0.5)

@@ -20,6 +20,8 @@ from tests.serving_helpers import TEXT, HeldHandler, live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
+pytestmark = pytest.mark.usefixtures("short_windows")  # several windows from short audio (conftest)
+
 LONG = {"chunk_length_s": 10, "batch_size": 1, "return_timestamps": "none"}
 WINDOWS = 5
 

@@ -66,10 +66,26 @@ def test_diarization_can_be_skipped_per_request(diarizing):
 def test_silence_gives_no_speakers_and_no_error(diarizing):
     import numpy as np
 
-    result = diarizing({"inputs": {"array": np.zeros(16000 * 3, dtype=np.float32), "sampling_rate": 16000}})
-    # No turns: whatever Whisper made of the silence still comes back, under one label, nothing lost.
+    result = diarizing({"inputs": {"array": np.zeros(16000 * 3, dtype=np.float32), "sampling_rate": 16000},
+                        "parameters": {"drop_non_speech": False}})
+    # No turns: whatever Whisper made of the silence (kept on request) still comes back, under one label.
     assert " ".join(run["text"] for run in result["speakers"]).split() == result["text"].split()
     assert len({run["speaker"] for run in result["speakers"]}) <= 1
+
+
+def test_segments_without_word_times_are_labelled_whole_and_said(diarizing):
+    from whisper_endpoint import speaker_labels
+    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.config import InferenceConfig
+
+    samples = decode_file(read_clip("asterisk_vm-next.flac"), max_seconds=60).samples
+    config = InferenceConfig(return_timestamps="segment")
+    transcript = diarizing.asr.transcribe(samples, config)  # segment times only: no words came with them
+    warnings = []
+    extra = speaker_labels.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000,
+                                          warnings)
+    assert " ".join(run["text"] for run in extra["speakers"]).split() == transcript.text.split()
+    assert "1 of 1 segments came without word times" in " ".join(warnings)
 
 
 def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):

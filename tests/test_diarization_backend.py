@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, SHARED_AUDIO, decode_reference
 from whisper_endpoint.diarization import Diarization, load_diarizer
 from whisper_endpoint.errors import InvalidParameterError, ModelLoadError
 from whisper_endpoint.results import SpeakerTurn
@@ -131,6 +131,22 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
     fixed = turn_check.apply(wrong, found)
     assert fixed.label_timeline(label).covers(Timeline([turn]))
     assert not fixed.label_timeline(other).crop(turn)  # nothing of the turn is left with the other speaker
+
+
+def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_edges(monkeypatch):
+    """Silero runs a block at a time (its memory stays flat); a speech region across a block edge
+    comes back whole, and only edges near the cut may move (Silero's state starts afresh there)."""
+    from whisper_endpoint.diarization import speech_fill
+
+    samples = decode_reference(SHARED_AUDIO / "dialogues" / "flite_meeting.flac")
+    options = speech_fill.SpeechFillOptions()
+    whole = speech_fill.speech_regions(samples, options)
+    monkeypatch.setattr(speech_fill, "BLOCK_SAMPLES", 512 * 500)  # 16 s blocks: two edges in 36 s
+    blocked = speech_fill.speech_regions(samples, options)
+    assert all(any(region.start < edge < region.end for region in whole) for edge in (16.0, 32.0))  # speech there
+    assert not any(abs(region.end - edge) < 1e-6 or abs(region.start - edge) < 1e-6
+                   for region in blocked for edge in (16.0, 32.0))  # no region ends at a block edge
+    assert abs(blocked.duration() - whole.duration()) < 0.5 and len(blocked) == len(whole)
 
 
 @pytest.fixture(scope="module")

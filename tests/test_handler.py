@@ -198,7 +198,8 @@ def test_japanese_with_the_multilingual_base_model(base_handler):
     # Only our own behaviour is asserted; whether upstream still drops it is not this suite's business.
     stamped = {recover: base_handler({"inputs": data, "parameters": {"language": "ja", "recover_dropped_speech": recover}})
                for recover in (True, False)}
-    assert stamped[True]["decoding"]["remainders_decoded_again"] >= 1
     assert stamped[False]["decoding"]["remainders_decoded_again"] == 0
     assert cer([reference], [stamped[True]["text"]]) < 0.15
     assert "順調" in stamped[True]["text"]  # テストが順調なら
+    if "順調" not in stamped[False]["text"]:  # the batched pass dropped it: the second pass is what kept it
+        assert stamped[True]["decoding"]["remainders_decoded_again"] >= 1

@@ -21,6 +21,8 @@ from whisper_endpoint.audio import decode_file
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
+pytestmark = pytest.mark.usefixtures("short_windows")  # several windows from short audio (conftest)
+
 LONG = {"chunk_length_s": "10", "batch_size": "1"}
 
 

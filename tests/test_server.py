@@ -20,7 +20,7 @@ import pytest
 import requests
 from pydantic import SecretStr
 
-from tests.conftest import clip_refs
+from tests.conftest import clip_refs, read_clip
 from tests.serving_helpers import CLIP, TEXT, LiveServer, live_server, wait_until
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.serving.app import create_app
@@ -72,6 +72,18 @@ def test_binary_body_with_query_parameters(server, clip, content_type):
     result = response.json()
     assert result["text"] == TEXT and result["chunks"] == []
     assert result["warnings"] == ["ignored unknown parameter 'shout'"]
+
+
+def test_a_truncated_upload_is_transcribed_and_said(server):
+    """The first seventh of a FLAC posted as audio/flac looked like a short recording: now the answer says
+    the file ends before the length its header declares."""
+    data = read_clip("asterisk_vm-next.flac")
+    response = requests.post(f"{server.url}/predict", data=data[: len(data) // 7],
+                             headers={"Content-Type": "audio/flac"}, timeout=60)
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["duration"] == 0.256
+    assert any("declares 2.94 s of audio but only 0.26 s decode" in w for w in result["warnings"])
 
 
 def test_inference_client_raw_bytes_and_extra_body(server, clip, monkeypatch):

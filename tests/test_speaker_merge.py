@@ -364,3 +364,35 @@ def test_20k_words_two_hours_each_word_to_its_true_speaker():
     returned = [w for run in runs for w in run["words"]]
     assert len(returned) == len(words)
     assert [w["text"] for w in returned] == [w.text for w in words]
+
+
+# --- a segment without word times (a real transcript and the meeting's true turns) ---------------
+
+
+def test_a_segment_without_word_times_falls_back_alone(tiny_handler):
+    from dataclasses import replace
+
+    from tests.conftest import SHARED_AUDIO
+    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.config import InferenceConfig
+
+    meeting = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
+    samples = decode_file(meeting.read_bytes(), max_seconds=60).samples
+    segments = tiny_handler.asr.transcribe(samples, InferenceConfig(return_timestamps="word")).segments
+    turns = [turns_from((float(f[3]), float(f[3]) + float(f[4]), f[7]))[0]
+             for f in (line.split() for line in meeting.with_suffix(".rttm").read_text().splitlines())]
+    k = len(segments) // 2
+    bare = [*segments[:k], replace(segments[k], words=None), *segments[k + 1:]]
+    assert len(segments) > 4 and len(segments[k].words) > 2
+    by_word, mixed = merge_speakers(segments, turns, with_words=True), merge_speakers(bare, turns, with_words=True)
+    # The other segments keep their word-by-word labels; the bare one is listed with no words...
+    flat = [w for run in by_word for w in run["words"]]
+    first = sum(len(segment.words) for segment in segments[:k])
+    assert [w for run in mixed for w in run["words"]] == flat[:first] + flat[first + len(segments[k].words):]
+    # ...and goes whole, inside one run, to the speaker who overlaps it most.
+    [holder] = [run for run in mixed if segments[k].text.strip() in run["text"]]
+    overlap = {t.speaker: 0.0 for t in turns}
+    for t in turns:
+        overlap[t.speaker] += max(0.0, min(t.end, segments[k].end) - max(t.start, segments[k].start))
+    assert holder["speaker"] == max(overlap, key=overlap.get)
+    assert " ".join(run["text"] for run in mixed).split() == " ".join(run["text"] for run in by_word).split()

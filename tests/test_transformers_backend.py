@@ -10,21 +10,16 @@ import shutil
 import numpy as np
 import pytest
 
-from tests.conftest import CLIPS, read_clip
+from scripts.metrics import normalize
+from tests.conftest import CLIPS, clip_refs, read_clip
 from whisper_endpoint import embedded
 from whisper_endpoint.audio import decode_file
+from whisper_endpoint.backends import cost
 from whisper_endpoint.convert import converted_model_dir
 from whisper_endpoint.decode_context import DecodeContext, DecodeStopped
-from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.errors import InvalidParameterError, ModelLoadError, UnsupportedOptionError
 
 THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-invalidpin.flac"]
-
-
-@pytest.fixture(scope="module")
-def tiny_tf(settings_factory):
-    from whisper_endpoint.handler import EndpointHandler
-
-    return EndpointHandler(settings=settings_factory(asr_model="embedded:tiny.en", asr_backend="transformers"))
 
 
 def _converted(settings_factory, name):
@@ -58,6 +53,7 @@ def test_converted_tiny_en_matches_faster_whisper_greedy(tiny_tf):
         segments, _ = raw.transcribe(str(CLIPS / name), beam_size=1, without_timestamps=True)
         assert ours["text"] == "".join(s.text for s in segments).strip()
         assert ours["decoding"]["backend"] == "transformers"
+        assert ours["decoding"]["encoder_windows"] == 1  # English-only: no language detection
 
 
 def test_word_timestamps_from_alignment_heads(tiny_tf):
@@ -120,6 +116,27 @@ def test_long_audio_chunked_batches_where_they_pay(tiny_tf, long_audio, monkeypa
                       "parameters": {"batch_size": 2, "return_timestamps": "segment"}})
     assert result["decoding"]["mode"] == "chunked" and result["decoding"]["batch_size"] == 2
     assert result["text"].lower().count("next message") >= 3 and result["chunks"][-1]["timestamp"][1] > 30
+    assert result["decoding"]["encoder_windows"] <= cost.window_budget(len(long_audio) / 16000)
+
+
+def test_long_form_stops_decoding_when_the_window_budget_is_spent(tiny_tf, long_audio, monkeypatch):
+    """Long-form generate seeks inside transformers: past the budget each window is encoded, not decoded."""
+    monkeypatch.setattr(cost, "WINDOWS_PER_30S", 1)  # budget 2 for this audio, both kept for the skipped windows
+    monkeypatch.setattr(cost, "EXTRA_WINDOWS", 0)
+    result = tiny_tf({"inputs": {"array": long_audio, "sampling_rate": 16000}})
+    assert result["decoding"]["mode"] == "sequential" and result["text"] == ""
+    assert result["decoding"]["encoder_windows"] <= cost.window_budget(len(long_audio) / 16000) == 2
+    assert any("decoding stopped at this request's bound of 2 encoder windows" in w for w in result["warnings"])
+
+
+def test_prompt_over_the_token_budget_is_trimmed_and_control_tokens_refused(tiny_tf):
+    prompt = ("Minutes of the meeting about the voicemail system, its menus and the bridge. " * 30)[:2000]
+    result = tiny_tf({"inputs": read_clip(THREE[0]), "parameters": {"initial_prompt": prompt}})
+    # The whole prompt left 40-odd tokens for the transcript, which came out as the prompt's words.
+    assert normalize(result["text"]) == normalize(clip_refs()[THREE[0]])
+    assert any("Whisper uses its last 223" in w for w in result["warnings"])
+    with pytest.raises(InvalidParameterError, match="initial_prompt contains '<\\|endoftext\\|>'"):
+        tiny_tf({"inputs": read_clip(THREE[0]), "parameters": {"initial_prompt": "so <|endoftext|>"}})
 
 
 def test_english_only_model_refuses_translate(tiny_tf):
@@ -130,7 +147,11 @@ def test_english_only_model_refuses_translate(tiny_tf):
 def _random_assistant(main_dir, out_dir, *, decoder_only: bool):
     """A randomly initialised assistant speaking the main model's tokens: lossless decoding must not care."""
     import torch
-    from transformers import WhisperConfig, WhisperForCausalLM, WhisperForConditionalGeneration
+    from transformers import (
+        WhisperConfig,
+        WhisperForCausalLM,
+        WhisperForConditionalGeneration,
+    )
 
     torch.manual_seed(0)
     config = WhisperConfig.from_pretrained(main_dir)
@@ -160,6 +181,14 @@ def test_assisted_greedy_equals_unassisted_with_random_assistant(settings_factor
         assisted = handler({"inputs": read_clip(name), "parameters": {**params, "assisted": True}})
         assert assisted["decoding"]["assisted"] and not plain["decoding"]["assisted"]
         assert assisted["text"] == plain["text"]
+    if decoder_only:  # the multilingual model detects the language on the speech, not on a noisy start
+        from scripts.nonspeech_corpus import noise
+
+        clip = decode_file(read_clip(THREE[0]), max_seconds=60).samples
+        samples = np.concatenate([noise(25, 1, -25), clip]).astype(np.float32)
+        detected = handler({"inputs": {"array": samples, "sampling_rate": 16000},
+                            "parameters": {"return_timestamps": "none"}})
+        assert detected["language"] == "en" and detected["language_probability"] > 0.5
     if decoder_only:  # audio longer than a chunk: assisted chunks go one at a time, and it says so
         long = handler({"inputs": read_clip("asterisk_conf-adminmenu-162.flac"),
                         "parameters": {"assisted": True, "chunk_length_s": 10, "batch_size": 4, "language": "en",

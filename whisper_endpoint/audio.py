@@ -5,6 +5,9 @@ down-mixed and resampled in one pass; decoding stops as soon as the duration lim
 small file that expands into hours of audio never fills memory. Arrays are resampled the same way.
 Multichannel requests keep the channels apart instead (``decode_channels``, ``channels_from_array``):
 each channel is resampled on its own, and the limit counts channel-seconds.
+
+A file that decodes to less audio than its header declares gets a warning in ``Audio.warnings``
+(``declared_length``).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 import av
 import numpy as np
 
+from whisper_endpoint.declared_length import truncation_warnings
 from whisper_endpoint.errors import (
     EmptyAudioError,
     InvalidInputError,
@@ -34,6 +38,7 @@ class Audio:
     samples: np.ndarray  # float32, TARGET_RATE; mono (n,), or (channels, n) from decode_channels
     source_rate: int
     source_channels: int
+    warnings: tuple[str, ...] = ()  # e.g. a file that ends before its declared length
 
     @property
     def duration(self) -> float:
@@ -50,13 +55,15 @@ def decode_file(data: bytes, *, max_seconds: float) -> Audio:
     if not data:
         raise EmptyAudioError("the audio input is empty (0 bytes)")
     with _open(data) as container:
-        _check_duration(container, container.streams.audio[0], max_seconds)
+        stream = container.streams.audio[0]
+        decoded = _check_duration(container, stream, max_seconds)
+        warnings = truncation_warnings(data, container, stream, decoded)
     with _open(data) as container:
         stream = container.streams.audio[0]
         rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
         frames = _decoded_frames(container, stream)
         samples = _resample(frames, max_seconds=max_seconds)
-    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1))
+    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1, warnings))
 
 
 def _open(data: bytes):
@@ -76,7 +83,7 @@ def _open(data: bytes):
     return container
 
 
-def _check_duration(container, stream, max_seconds: float) -> None:
+def _check_duration(container, stream, max_seconds: float) -> float:
     """Count the decoded seconds, stopping (413) as soon as they pass ``max_seconds``."""
     default_rate = stream.codec_context.sample_rate or TARGET_RATE
     seconds = 0.0
@@ -84,6 +91,7 @@ def _check_duration(container, stream, max_seconds: float) -> None:
         seconds += frame.samples / (frame.sample_rate or default_rate)
         if seconds > max_seconds:
             raise _too_long(max_seconds)
+    return seconds
 
 
 def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
@@ -211,12 +219,13 @@ def decode_channels(data: bytes, *, max_seconds: float) -> Audio:
         rate, count = stream.codec_context.sample_rate, stream.codec_context.channels
         check_channel_count(count)
         try:
-            _check_duration(container, stream, max_seconds / count)
+            decoded = _check_duration(container, stream, max_seconds / count)
         except PayloadTooLargeError:
             raise _too_many_channel_seconds(count, max_seconds) from None
+        warnings = truncation_warnings(data, container, stream, decoded)
     with _open(data) as container:
         channels = _resample_channels(_decoded_frames(container, container.streams.audio[0]), count)
-    return _checked_channels(channels, rate or TARGET_RATE)
+    return _checked_channels(channels, rate or TARGET_RATE, warnings)
 
 
 def channels_from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
@@ -297,12 +306,12 @@ def _float_planes(frame) -> np.ndarray:
     return (data / float(-np.iinfo(data.dtype).min)).astype(np.float32)
 
 
-def _checked_channels(channels: list[np.ndarray], source_rate: int) -> Audio:
+def _checked_channels(channels: list[np.ndarray], source_rate: int, warnings: tuple[str, ...] = ()) -> Audio:
     length = min(len(channel) for channel in channels)
     if length == 0:
         raise EmptyAudioError("the audio contains no samples (zero-length audio)")
     samples = np.stack([channel[:length] for channel in channels])
-    return Audio(samples, source_rate, len(channels))
+    return Audio(samples, source_rate, len(channels), warnings)
 
 
 def _too_many_channel_seconds(count: int, max_seconds: float) -> PayloadTooLargeError:

@@ -15,6 +15,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 
 from whisper_endpoint.render import chunks as render_chunks
+from whisper_endpoint.render import language_probability
 from whisper_endpoint.results import Transcript
 
 
@@ -45,13 +46,15 @@ def response(
     """The handler's response for a multichannel request: the single-channel response's keys, plus
     ``channels`` (each channel's index, name, detected language and whether it was silent)."""
     transcribed = [r for r in results if r.transcript is not None]
+    main = _main_transcript(transcribed)
     speakers = [_entry(turn, with_words, duration) for turn in channel_turns([spoken_words(r) for r in transcribed])]
     chunks = _channel_chunks(transcribed, timestamps, duration, confidence)
     result = {
         "text": " ".join(entry["text"] for entry in speakers),
         "chunks": chunks,
         "speakers": speakers,
-        "language": _main_language(transcribed),
+        "language": main.language if main else None,
+        "language_probability": language_probability(main) if main else None,
         "duration": round(duration, 3),
         "warnings": list(dict.fromkeys([*warnings, *(w for r in transcribed for w in r.transcript.warnings)])),
         "decoding": {**(transcribed[0].transcript.decoding if transcribed else {}), "channels": len(results)},
@@ -136,12 +139,14 @@ def _span(start: float, end: float, duration: float) -> list[float]:
     return [round(min(start, duration), 3), round(min(end, duration), 3)]
 
 
-def _main_language(transcribed: list[ChannelResult]) -> str | None:
-    """The language of the channel that said the most (each channel detects its own)."""
+def _main_transcript(transcribed: list[ChannelResult]) -> Transcript | None:
+    """The channel that said the most: its language is the response's (each channel detects its own)."""
     spoken = [r.transcript for r in transcribed if r.transcript.text]
-    return max(spoken, key=lambda t: len(t.text)).language if spoken else None
+    return max(spoken, key=lambda t: len(t.text)) if spoken else None
 
 
 def _summary(result: ChannelResult) -> dict:
-    language = result.transcript.language if result.transcript is not None else None
-    return {"channel": result.index, "name": result.name, "language": language, "silent": result.transcript is None}
+    transcript = result.transcript
+    return {"channel": result.index, "name": result.name, "language": transcript.language if transcript else None,
+            "language_probability": language_probability(transcript) if transcript else None,
+            "silent": transcript is None}

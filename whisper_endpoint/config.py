@@ -108,6 +108,13 @@ class ModelSettings(BaseSettings):
     max_audio_seconds: float = Field(
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
     )
+    max_batch_size: Optional[int] = Field(
+        None,
+        ge=1,
+        le=256,
+        description="Most windows decoded at once (a request's batch_size is capped by it); unset: the "
+        "device's default (device.py).",
+    )
     speakers_dir: Optional[Path] = Field(
         None, description="Known speakers: one folder per name holding 2-30 s clips of that voice, embedded at "
         "start-up (needs DIARIZATION_MODEL); a request's known_speakers win on a name clash.",
@@ -168,6 +175,12 @@ class InferenceConfig(BaseModel):
     return_confidence: bool = Field(
         False, description="Chunks carry Whisper's confidence: words 'probability'; segments 'avg_logprob', "
         "'no_speech_prob', 'compression_ratio', 'temperature'.",
+    )
+    drop_non_speech: bool = Field(
+        True,
+        description="No words over silence, noise or music: nothing is decoded when the VAD finds no speech, and "
+        "words outside its speech (or in segments Whisper marks as no speech) are dropped; false keeps all "
+        "Whisper decodes.",
     )
     recover_dropped_speech: bool = Field(
         True,

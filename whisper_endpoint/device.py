@@ -1,4 +1,4 @@
-"""Pick the device and numeric precision when the settings say "auto"."""
+"""Pick the device, numeric precision and batch limit when the settings say "auto" or nothing."""
 
 from __future__ import annotations
 
@@ -38,3 +38,13 @@ def ctranslate2_compute_type(setting: str, device: str) -> str:
             f"(supported: {', '.join(sorted(supported))})"
         )
     return setting
+
+
+# Windows encoded at once when MAX_BATCH_SIZE is unset. Memory grows with each: 91 MiB of encoder
+# activations per window for embedded:base on CPU (int8), more for larger models (results/request_cost.json);
+# CPU time is flat from batch 4 to 24 (docs/benchmarks.md), so a CPU gains nothing from more.
+DEFAULT_MAX_BATCH_SIZE = {"cpu": 8, "cuda": 24}
+
+
+def max_batch_size(setting: int | None, device: str) -> int:
+    return setting or DEFAULT_MAX_BATCH_SIZE[device]

@@ -15,7 +15,7 @@ import logging
 import time
 from functools import partial
 
-from whisper_endpoint import channels, render, speaker_labels
+from whisper_endpoint import channels, nonspeech, render, speaker_labels
 from whisper_endpoint.audio import TARGET_RATE
 from whisper_endpoint.backends import load_asr_backend
 from whisper_endpoint.config import ModelSettings
@@ -65,9 +65,11 @@ class EndpointHandler:
         """One mono signal: the transcript, and its ``speakers`` (and ``speaker_turns``) when diarized."""
         # Speakers are given word by word; the chunks still come as the request asked.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
-        transcript = self.asr.transcribe(samples, asr_config, context)
+        transcript = nonspeech.transcribe(self.asr, samples, asr_config, context)
         if not diarize:
             return transcript, {}
+        if nonspeech.found_none(transcript):  # no speech, no speakers
+            return transcript, {"speakers": [], **({"speaker_turns": []} if config.return_speaker_turns else {})}
         context.stage(DIARIZING)  # diarization runs whole: a stop asked meanwhile is seen after it
         duration = len(samples) / TARGET_RATE
         extra = speaker_labels.label_speakers(

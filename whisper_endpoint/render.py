@@ -2,11 +2,11 @@
 
 Shape (the reference handler's, plus extras that clients ignore if they do not know them):
 ``{"text", "chunks": [{"text", "timestamp": [start, end]}], "speakers": [...], "language",
-"duration", "warnings", "decoding"}``. With ``return_timestamps="word"`` the chunks are words, as
-in the transformers pipeline; with ``"none"`` there are no chunks. With ``return_confidence`` word
-chunks carry ``probability`` and segment chunks ``avg_logprob``, ``no_speech_prob``,
-``compression_ratio`` and ``temperature`` (OpenAI's names); word chunks then come with ``segments``
-(the segment chunks) beside them.
+"language_probability", "duration", "warnings", "decoding"}``. With ``return_timestamps="word"`` the chunks
+are words, as in the transformers pipeline; with ``"none"`` there are no chunks. With
+``return_confidence`` word chunks carry ``probability`` and segment chunks ``avg_logprob``,
+``no_speech_prob``, ``compression_ratio`` and ``temperature`` (OpenAI's names); word chunks then come
+with ``segments`` (the segment chunks) beside them.
 """
 
 from __future__ import annotations
@@ -43,6 +43,13 @@ def _rounded(value: float | None) -> float | None:
     return None if value is None else round(float(value), 4)
 
 
+def language_probability(transcript: Transcript) -> float | None:
+    """How sure the language detection was; None when the language was not detected (given, or an
+    English-only model)."""
+    probability = transcript.language_probability
+    return None if probability is None else round(float(probability), 3)
+
+
 def response(
     transcript: Transcript,
     *,
@@ -60,6 +67,7 @@ def response(
         "chunks": chunks(transcript, timestamps, duration, confidence),
         "speakers": speakers or [],
         "language": transcript.language,
+        "language_probability": language_probability(transcript),
         "duration": round(duration, 3),
         "warnings": [*(warnings or []), *transcript.warnings],
         "decoding": transcript.decoding,

@@ -55,7 +55,7 @@ def parse_request(data, *, max_seconds: float) -> ParsedRequest:
     config, warnings = parse_parameters(data.get("parameters"))
     audio = _audio(data["inputs"], config, warnings, max_seconds)
     _check_channel_options(config, audio, warnings)
-    return ParsedRequest(audio, config, warnings)
+    return ParsedRequest(audio, config, [*warnings, *audio.warnings])
 
 
 def _audio(inputs, config: InferenceConfig, warnings: list[str], max_seconds: float) -> Audio:

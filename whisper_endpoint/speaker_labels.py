@@ -19,7 +19,7 @@ from whisper_endpoint import speaker_names
 from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
 from whisper_endpoint.results import SpeakerTurn, Transcript
 from whisper_endpoint.speaker_enrolment import read_speakers_dir, request_clips, voiceprints
-from whisper_endpoint.speaker_merge import merge_speakers
+from whisper_endpoint.speaker_merge import lacks_words, merge_speakers
 
 logger = logging.getLogger(__name__)
 
@@ -113,6 +113,13 @@ def label_speakers(
     extra["speakers"] = merge_speakers(
         transcript.segments, exclusive, with_words=config.return_speaker_words, duration=duration
     )
+    untimed = sum(map(lacks_words, transcript.segments))
+    if untimed:
+        spoken = sum(1 for segment in transcript.segments if segment.text.strip())
+        warnings.append(
+            f"{untimed} of {spoken} segments came without word times: each went whole to the speaker who "
+            "overlaps it most; the other segments were labelled word by word"
+        )
     if config.return_speaker_turns:
         extra["speaker_turns"] = [_turn(turn, duration) for turn in turns]
     return extra

@@ -25,6 +25,9 @@ Rules:
    least ``SMOOTH_PAUSE_S`` lie on both sides, or when its speaker out-votes the runner-up by at
    least ``SMOOTH_MAX_EVIDENCE`` of the word's duration. So "Yes." between sentences stays, "the" in
    the middle of a sentence under a diarization blip does not.
+5. Segments without word times (``lacks_words``: spoken, but no words came with them) go whole to the
+   speaker who overlaps them most, in line with the words around them; smoothing leaves them alone.
+   Only those segments: the rest of the request stays word by word.
 
 Cost: turns are sorted once; words are visited once in order while a pointer walks the turns, so
 each word looks only at the turns alive at its time.
@@ -62,6 +65,7 @@ class LabeledWord:
     # How much the chosen speaker's overlap beats the runner-up's, as a fraction of the word's
     # duration: 1.0 = only this speaker covers all of it; 0.0 = a tie, a gap or a borrowed label.
     evidence: float = 0.0
+    whole_segment: bool = False  # a segment without word times, labelled as one (rule 5)
 
 
 def assign_speakers(
@@ -93,7 +97,7 @@ def smooth(
     out = list(labeled)
     for i in range(1, len(out) - 1):
         left, word, right = out[i - 1], out[i], out[i + 1]  # left is already smoothed: X Y X Y -> X X X Y
-        if left.speaker != right.speaker or word.speaker == left.speaker:
+        if left.speaker != right.speaker or word.speaker == left.speaker or word.whole_segment:
             continue
         if word.evidence >= max_evidence or _own_sentence(left, word, right, pause_s):
             continue
@@ -124,7 +128,7 @@ def speaker_runs(
                 runs[-1]["words"] = []
         runs[-1]["timestamp"][1] = ts(word.end)
         texts[-1].append(word.text)
-        if with_words:
+        if with_words and not word.whole_segment:
             detail = {"text": word.text, "timestamp": [ts(word.start), ts(word.end)], "speaker": word.speaker}
             runs[-1]["words"].append(detail)
     for run, parts in zip(runs, texts, strict=True):
@@ -143,6 +147,11 @@ def segments_by_speaker(
     return speaker_runs(assign_speakers(segments, turns, no_turns_speaker=no_turns_speaker), duration=duration)
 
 
+def lacks_words(segment: Segment) -> bool:
+    """A spoken segment that came without word times (rule 5)."""
+    return not segment.words and bool(segment.text.strip())
+
+
 def merge_speakers(
     segments: Sequence[Segment],
     turns: Iterable[SpeakerTurn],
@@ -151,14 +160,17 @@ def merge_speakers(
     duration: float | None = None,
     no_turns_speaker: str | None = NO_TURNS_SPEAKER,
 ) -> list[dict]:
-    """The response's ``speakers``: per-word and smoothed when every spoken segment has words,
-    else segment by segment (``with_words`` then has no words to list)."""
-    turns = list(turns)
-    if all(seg.words or not seg.text.strip() for seg in segments):
-        words = [word for seg in segments for word in (seg.words or ())]
-        labeled = smooth(assign_speakers(words, turns, no_turns_speaker=no_turns_speaker))
-        return speaker_runs(labeled, with_words=with_words, duration=duration)
-    return segments_by_speaker(segments, turns, duration=duration, no_turns_speaker=no_turns_speaker)
+    """The response's ``speakers``: per word and smoothed; a segment without word times goes whole to
+    one speaker (rule 5) and is not listed among the words of ``with_words``."""
+    items: list[Timed] = []
+    whole: list[bool] = []
+    for segment in segments:
+        parts = (segment,) if lacks_words(segment) else (segment.words or ())
+        items.extend(parts)
+        whole.extend([lacks_words(segment)] * len(parts))
+    labeled = assign_speakers(items, turns, no_turns_speaker=no_turns_speaker)
+    labeled = [replace(w, whole_segment=True) if is_whole else w for w, is_whole in zip(labeled, whole, strict=True)]
+    return speaker_runs(smooth(labeled), with_words=with_words, duration=duration)
 
 
 class _Sweep:

@@ -1,12 +1,20 @@
-"""Item 5: the diarization share of a request, and the speaker merge alone at growing word counts."""
+"""Item 5: the diarization share of a request, CPU time and peak memory per stage at growing lengths
+(one fresh process per length), and the speaker merge alone at growing word counts."""
 
 from __future__ import annotations
 
+import json
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from bench import backends, inputs
-from bench.measure import timed, timed_cpu
+from bench.measure import loadavg, timed, timed_cpu
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _segments_from_response(response: dict):
@@ -67,20 +75,39 @@ def run_merge(plan) -> dict:
     return {"merge_scaling": merge_scaling(plan.merge_words)}
 
 
-def run(plan) -> dict:
+def one(plan, seconds: float, threads: int = 1) -> dict:
+    """In a fresh process: ASR alone, then a diarized request, with CPU time and peak memory per stage.
+
+    Both requests go through the handler's public call after a diarized warm-up on a short clip (so
+    lazily loaded models are not counted). The peak is the diarized request's own (VmHWM reset after
+    the ASR-alone run): resident models and the input included. ``threads``: the ASR's and torch's
+    (the parent sets OMP_NUM_THREADS to match)."""
+    from bench.measure import rss_mib
+    from bench.stages import StageClock, watch_handler
     from whisper_endpoint.speaker_merge import merge_speakers
 
-    handler = backends.handler(plan.model, diarization_model="embedded")
-    audio = inputs.long_audio(plan, plan.diarization_s)
+    audio = inputs.long_audio(plan, seconds)
+    inputs.samples.cache_clear()  # keep only this length's array, as a server would
+    handler = backends.handler(plan.model, diarization_model="embedded", cpu_threads=threads)
     language = plan.language
-    backends.ask(handler, inputs.clip(plan.short_clip), language=plan.language, diarize=False)  # warm-up
+    backends.ask(handler, inputs.clip(plan.short_clip), language=language, return_speaker_turns=True)  # warm-up
+    loaded = rss_mib()
     asr_s, asr_cpu, _ = timed_cpu(lambda: backends.ask(handler, audio, language=language, diarize=False))
+    clock = StageClock()
+    watch_handler(clock, handler)
+    clock.start()
     total_s, total_cpu, response = timed_cpu(lambda: backends.ask(
         handler, audio, language=language, return_speaker_turns=True, return_speaker_words=True))
+    peak = clock.request_peak()
     segments, turns = _segments_from_response(response)
     merge_s, _ = timed(lambda: merge_speakers(segments, turns, with_words=True, duration=len(audio) / 16000))
+    stages = clock.report()
+    diarization_cpu = stages["cpu_s"].get("diarization", 0.0)
     return {
         "audio_s": inputs.seconds_of(audio),
+        "threads": threads,
+        "real_time_factor": round(total_s / (len(audio) / inputs.RATE), 4),  # the diarized request, wall
+        "loadavg": loadavg(),
         "asr_alone_s": round(asr_s, 2),
         "asr_with_diarization_s": round(total_s, 2),
         "asr_alone_cpu_s": round(asr_cpu, 2),
@@ -92,5 +119,37 @@ def run(plan) -> dict:
         # diarization + merge + the word timestamps the merge needs, as a share of the whole request
         "diarization_share": round((total_cpu - asr_cpu) / total_cpu, 3),  # on CPU time
         "diarization_share_wall": round((total_s - asr_s) / total_s, 3),
-        "merge_scaling": merge_scaling(plan.merge_words),
+        # the diarizer's own CPU time over the diarized request's, and over the ASR alone
+        "diarizer_share": round(diarization_cpu / total_cpu, 3),
+        "diarizer_over_asr": round(diarization_cpu / asr_cpu, 3),
+        "rss_after_load_mib": loaded,
+        "peak_rss_mib": peak,
+        "stages": stages,
     }
+
+
+def _child(plan, seconds: float, threads: int = 1) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    completed = subprocess.run(
+        [sys.executable, "-m", "bench.items.diarization", "quick" if plan.quick else "full", str(seconds),
+         str(threads)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(f"diarization child for {seconds} s failed: {completed.stderr[-2000:]}")
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+def run(plan) -> dict:
+    """Each length in a fresh process (its peak memory is its own), one thread; then the whole long
+    input again with two threads (full run), for the real-time factor of a diarized request."""
+    rows = [_child(plan, seconds) for seconds in plan.diarization_lengths_s]
+    headline = next(row for row in rows if row["audio_s"] == round(plan.diarization_s, 1))
+    seconds, threads = plan.diarization_rtf
+    timed_request = _child(plan, seconds, threads=threads)
+    return {**headline, "lengths": rows, "real_time": timed_request, "merge_scaling": merge_scaling(plan.merge_words)}
+
+
+if __name__ == "__main__":
+    from bench.plan import by_name
+
+    print(json.dumps(one(by_name(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)))

@@ -6,7 +6,11 @@ import logging
 from pathlib import Path
 
 from whisper_endpoint.backends.base import ASRBackend
-from whisper_endpoint.device import ctranslate2_compute_type, resolve_device
+from whisper_endpoint.device import (
+    ctranslate2_compute_type,
+    max_batch_size,
+    resolve_device,
+)
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.models import locate_model
 from whisper_endpoint.repository import carried_asr_model
@@ -52,6 +56,7 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
             device=device,
             compute_type=ctranslate2_compute_type(settings.compute_type, device),
             cpu_threads=settings.cpu_threads,
+            max_batch_size=max_batch_size(settings.max_batch_size, device),
             num_workers=settings.num_workers,
         )
     from whisper_endpoint.backends.transformers_backend import TransformersBackend
@@ -67,6 +72,7 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
         device=device,
         assistant_path=assistant,
         assistant_name=settings.assistant_model,
+        max_batch_size=max_batch_size(settings.max_batch_size, device),
     )
 
 

@@ -3,8 +3,9 @@
 Audio that fits one window runs through ``WhisperModel.transcribe`` (sequential, conditioned on
 previous text). Longer audio runs through ``BatchedInferencePipeline`` over the speech found by the
 bundled Silero VAD, packed into windows (see windows.py), ``batch_size`` windows at once; the response's
-``decoding`` block says which path ran. The request's ``DecodeContext`` hears of every batch (and
-every segment of the sequential path), and stops the decode there when asked to.
+``decoding`` block says which path ran and how many encoder windows it cost (see cost.py). The
+request's ``DecodeContext`` hears of every batch (and every segment of the sequential path), and stops
+the decode there when asked to.
 
 Requests may run on several threads at once: the model is shared (``num_workers`` CTranslate2 workers
 decode that many requests in parallel; more requests wait for a free worker), everything a decode
@@ -20,7 +21,7 @@ import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import decoding_options, windows
+from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.decode_context import DecodeContext
@@ -28,6 +29,14 @@ from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 
 logger = logging.getLogger(__name__)
+
+
+class _CountingModel(WhisperModel):
+    """faster-whisper's model, counting every encoder window (language detection, batches, seeks)."""
+
+    def encode(self, features):
+        cost.count(1 if features.ndim == 2 else features.shape[0])
+        return super().encode(features)
 
 
 class _RequestPipeline(BatchedInferencePipeline):
@@ -53,9 +62,9 @@ class CTranslate2Backend:
     name = "ctranslate2"
 
     def __init__(self, model_path: str, *, model_name: str, device: str, compute_type: str, cpu_threads: int = 0,
-                 num_workers: int = 1):
+                 max_batch_size: int = 8, num_workers: int = 1):
         try:
-            self.model = WhisperModel(
+            self.model = _CountingModel(
                 model_path,
                 device=device,
                 compute_type=compute_type,
@@ -67,6 +76,7 @@ class CTranslate2Backend:
             raise ModelLoadError(f"faster-whisper could not load {model_name!r}: {exc}") from exc
         self.model_name = model_name
         self.device, self.compute_type = device, compute_type
+        self.max_batch_size = max_batch_size
         self.is_multilingual = bool(self.model.model.is_multilingual)
         self.num_workers = num_workers
         logger.info("loaded %s with ctranslate2 on %s (%s, %d workers)", model_name, device, compute_type, num_workers)
@@ -78,70 +88,116 @@ class CTranslate2Backend:
         warnings = []
         if options.assisted:
             warnings.append("'assisted' needs the transformers backend with ASSISTANT_MODEL; decoded unassisted")
+        duration = len(samples) / TARGET_RATE
+        window_s = cost.window_length(options, duration, warnings)
         kwargs = dict(
             language=options.language,
             task=options.task,
             beam_size=options.beam_size,
             word_timestamps=options.return_timestamps == "word",
             without_timestamps=options.return_timestamps == "none",
-            initial_prompt=options.initial_prompt,
+            **self._prompts(options, warnings),
             **decoding_options.faster_whisper_kwargs(options),
         )
-        if len(samples) > options.chunk_length_s * TARGET_RATE:
-            segments, language, probability, recovered = self._batched(samples, options, kwargs, context)
-            warnings += decoding_options.batched_warnings(options)
-            decoding = {"mode": "batched", "batch_size": options.batch_size, "segmentation": "vad",
-                        "remainders_decoded_again": recovered}
-        else:
-            segments, language, probability = self._sequential(samples, options, kwargs, context)
-            decoding = {"mode": "sequential", "batch_size": 1}
-        decoding.update(backend=self.name, model=self.model_name, device=self.device, compute_type=self.compute_type)
+        with cost.counting(duration) as counter:
+            if duration > window_s:
+                batch_size = cost.batch_size(options, self.max_batch_size, warnings)
+                segments, language, probability, decoding = self._batched(
+                    samples, window_s, batch_size, options, kwargs, context, counter)
+                warnings += decoding_options.batched_warnings(options)
+            else:
+                kwargs["language"], detected = self._speech_language(samples, options)
+                segments, language, probability, stopped = self._sequential(samples, options, kwargs, context)
+                probability = detected or probability
+                decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
+        if decoding.pop("stopped"):
+            counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
+        decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
+                        compute_type=self.compute_type)
         return Transcript(
             segments=segments,
             language=language,
-            language_probability=probability,
+            language_probability=probability if options.language is None and self.is_multilingual else None,
             decoding=decoding,
+            warnings=warnings + counter.notes,
+        )
+
+    def _prompts(self, options: InferenceConfig, warnings: list[str]) -> dict:
+        """hotwords and initial_prompt within Whisper's prompt budget (tokens.py), as faster-whisper takes them."""
+        tokenizer = self.model.hf_tokenizer
+        hotwords, prompt = tokens.fit_prompts(
+            options.hotwords,
+            options.initial_prompt,
+            encode=lambda t: tokenizer.encode(t, add_special_tokens=False).ids,
+            decode=lambda ids: tokenizer.decode(list(ids), skip_special_tokens=False),
+            first_special_id=tokenizer.token_to_id("<|endoftext|>"),
+            max_length=self.model.max_length,
             warnings=warnings,
         )
+        return {"hotwords": hotwords.text, "initial_prompt": prompt.text}
+
+    def _speech_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str | None, float | None]:
+        """The language of the first 30 s of speech, not of the first 30 s of audio (a silent start would
+        decide it); the batched path already detects on speech only."""
+        if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
+            return options.language, None
+        language, probability, _ = self.model.detect_language(audio=speech.find_speech(samples).audio(samples))
+        return language, probability
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""
         context.report(0, 1)
         generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
-        segments = []
-        for segment in generator:  # the generator does the decoding
-            segments.append(_segment(segment))
-            context.report(0, 1, segments)
+        segments, stopped = [], False
+        try:
+            for segment in generator:  # the generator does the decoding
+                segments.append(_segment(segment))
+                context.report(0, 1, segments)
+        except cost.BudgetSpent:
+            stopped = True
         context.report(1, 1, segments)
-        return segments, info.language, info.language_probability
+        return segments, info.language, info.language_probability, stopped
 
-    def _batched(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
+    def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter):
         """Decode the speech packed into windows, ``batch_size`` windows at a time, each batch followed by
         the second pass over what its windows left out (see windows.py): so the segments come out
-        final and in time order, and are reported after every batch."""
-        packed = windows.pack_speech(samples, options.chunk_length_s)
+        final and in time order, and are reported after every batch. Stops where the window budget is
+        spent (cost.py)."""
+        packed = windows.pack_speech(samples, window_s)
+        decoding = {"mode": "batched", "batch_size": batch_size, "chunk_length_s": window_s, "segmentation": "vad",
+                    "remainders_decoded_again": 0, "stopped": False}
         if not packed.windows:
             context.report(0, 0, [])
-            return [], options.language, None, 0
-        segments, recovered, total = [], 0, len(packed.windows)
+            return [], options.language, None, decoding
+        segments, skipped, total = [], 0, len(packed.windows)
         context.report(0, total)
         language, probability = self._language(packed, kwargs["language"])
         kwargs = {**kwargs, "language": language}
         pipeline = _RequestPipeline(self.model)
-        for first in range(0, total, options.batch_size):
-            group = packed.windows[first: first + options.batch_size]
+        for first in range(0, total, batch_size):
+            group = packed.windows[first: first + batch_size]
             generator, _ = pipeline.transcribe(
-                packed.audio, batch_size=options.batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
+                packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
             )
-            found = list(generator)
+            found, decoding["stopped"] = _consume(generator)
             missed = windows.leftovers(group, found) if options.recover_dropped_speech else []
             for window in missed:
+                if counter.spent:
+                    skipped += 1
+                    continue
                 found += self._decode_alone(packed.audio, window, kwargs)
-            recovered += len(missed)
+                decoding["remainders_decoded_again"] += 1
             segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))
                          if _kept(s, options)]
             context.report(first + len(group), total, segments)
-        return segments, language, probability, recovered
+            if decoding["stopped"]:
+                break
+        if skipped:
+            counter.notes.append(
+                f"{skipped} of {skipped + decoding['remainders_decoded_again']} window remainders were not decoded "
+                f"again: the request's bound of {counter.budget} encoder windows was spent"
+            )
+        return segments, language, probability, decoding
 
     def _language(self, packed: windows.PackedSpeech, language: str | None) -> tuple[str, float]:
         """The language asked for, or the one Whisper detects on the first 30 s of the packed windows'
@@ -166,15 +222,35 @@ class CTranslate2Backend:
         with its temperature fallback, which the batched decoder lacks (a batched retry of a 1.4 s
         remainder of the 13.4 min file looped on one word ~150 times), and a token cap."""
         piece = audio[round(window.start * TARGET_RATE): round(window.end * TARGET_RATE)]
-        # A cap far above any speech rate that still stops a loop early (each fallback retries).
-        limit = math.ceil(10 * (window.end - window.start)) + 16
+        # A cap far above any speech rate that still stops a loop early (each fallback retries), within
+        # what the decoder context leaves after the longest prompt (tokens.py). faster-whisper puts the
+        # hotwords before up to 223 tokens of previous text on each later seek: they come off it too.
+        hotwords = kwargs.get("hotwords")
+        reserve = len(self.model.hf_tokenizer.encode(" " + hotwords.strip(), add_special_tokens=False).ids) \
+            if hotwords else 0
+        limit = min(math.ceil(10 * (window.end - window.start)) + 16,
+                    tokens.output_budget(self.model.max_length) - reserve)
         generator, _ = self.model.transcribe(piece, vad_filter=False, max_new_tokens=limit, **kwargs)
-        return [windows.shifted(segment, window.start) for segment in generator]
+        segments, _ = _consume(generator)
+        return [windows.shifted(segment, window.start) for segment in segments]
+
+
+def _consume(generator) -> tuple[list, bool]:
+    """Run a faster-whisper generator (it decodes as it is read) until it ends or the window budget is
+    spent: the segments decoded, and whether it was stopped."""
+    segments = []
+    try:
+        for segment in generator:
+            segments.append(segment)
+    except cost.BudgetSpent:
+        return segments, True
+    return segments, False
 
 
 def _kept(segment, options: InferenceConfig) -> bool:
     # The batched pipeline ignores no_speech_threshold: applied here when the request sets it.
-    return "no_speech_threshold" not in options.model_fields_set or decoding_options.keep(segment, options)
+    explicit = "no_speech_threshold" in options.model_fields_set
+    return not explicit or decoding_options.keep(segment, options.no_speech_threshold)
 
 
 def _segment(segment) -> Segment:

@@ -9,8 +9,9 @@
   applied to its segments (``keep``).
 - transformers: ``temperature`` > 0 samples (0: greedy, no fallback schedule, as before); hotwords are
   a prompt before ``initial_prompt`` (what faster-whisper does with them: both go after
-  ``<|startofprev|>``); ``condition_on_previous_text`` reaches long-form generate (CPU long audio);
-  ``no_speech_threshold`` is not applied (transformers needs a log-probability fallback for it).
+  ``<|startofprev|>``, in one budget: tokens.py); ``condition_on_previous_text`` reaches long-form
+  generate (CPU long audio); ``no_speech_threshold``, when set, applies Whisper's rule to the windows
+  as confidence.py scores them (transformers' own needs a log-probability fallback).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ LOGPROB_THRESHOLD = -1.0
 def faster_whisper_kwargs(options: InferenceConfig) -> dict:
     return dict(
         temperature=list(FALLBACK_TEMPERATURES) if options.temperature == 0 else options.temperature,
-        hotwords=(options.hotwords or "").strip() or None,
         condition_on_previous_text=options.condition_on_previous_text,
         no_speech_threshold=options.no_speech_threshold,
     )
@@ -40,12 +40,12 @@ def batched_warnings(options: InferenceConfig) -> list[str]:
     return []
 
 
-def keep(segment, options: InferenceConfig) -> bool:
-    """Whisper's no-speech rule, for paths that do not apply it: a segment goes when its window's
-    no-speech probability is over the threshold and its average log-probability under -1."""
+def keep(segment, no_speech_threshold: float) -> bool:
+    """Whisper's no-speech rule, for paths that do not apply it themselves: a segment goes when its
+    window's no-speech probability is over the threshold and its average log-probability under -1."""
     if segment.no_speech_prob is None or segment.avg_logprob is None:
         return True
-    return not (segment.no_speech_prob > options.no_speech_threshold and segment.avg_logprob < LOGPROB_THRESHOLD)
+    return not (segment.no_speech_prob > no_speech_threshold and segment.avg_logprob < LOGPROB_THRESHOLD)
 
 
 def transformers_kwargs(options: InferenceConfig, *, long_form: bool, warnings: list[str]) -> dict:
@@ -58,12 +58,4 @@ def transformers_kwargs(options: InferenceConfig, *, long_form: bool, warnings: 
         else:
             warnings.append("condition_on_previous_text applies to long audio decoded window after window "
                             "(transformers: long-form generate); this request was decoded without it")
-    if "no_speech_threshold" in options.model_fields_set:
-        warnings.append("no_speech_threshold is a ctranslate2 option; the transformers backend did not apply it")
     return kwargs
-
-
-def prompt_text(options: InferenceConfig) -> str | None:
-    """transformers: the hotwords, then ``initial_prompt``, as one prompt (faster-whisper's order)."""
-    parts = [part.strip() for part in (options.hotwords, options.initial_prompt) if part and part.strip()]
-    return " ".join(parts) or None

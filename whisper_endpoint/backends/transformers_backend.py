@@ -22,6 +22,11 @@ The request's ``DecodeContext`` hears of every encoder call (a window, or a batc
 hook on the encoders, which is also where a decode is stopped; the total is an estimate (long-form
 generate seeks as far as each window's text reaches). The segments come when the pipeline ends, in
 one report: transformers returns no text before it has decoded every window.
+
+Encoder windows are counted for the request's cost by a second hook (cost.py). Long-form ``generate``
+seeks window after window inside transformers, where it cannot be stopped between windows: once the
+request's window budget is spent a stopping rule ends each further decode at its first token, so the
+windows left are encoded but not decoded (at most one per 30 s, which cost.py's budget keeps room for).
 """
 
 from __future__ import annotations
@@ -35,17 +40,18 @@ from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
+from transformers import StoppingCriteria, StoppingCriteriaList
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import confidence, decoding_options
+from whisper_endpoint.backends import confidence, cost, decoding_options, speech, tokens
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
-from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.decode_context import DecodeContext
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.results import Segment, Transcript, Word
 from whisper_endpoint.sentences import ends_sentence
+from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +60,7 @@ class TransformersBackend:
     name = "transformers"
 
     def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
-                 assistant_name: str | None = None):
+                 assistant_name: str | None = None, max_batch_size: int = 8):
         import torch
         from transformers import AutoTokenizer, WhisperForConditionalGeneration
 
@@ -73,6 +79,7 @@ class TransformersBackend:
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
+        self.max_batch_size = max_batch_size
         skip_unloadable_torchcodec()
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
@@ -81,6 +88,7 @@ class TransformersBackend:
         self.word_pipe = _asr_pipeline(_eager_twin(self.model), tokenizer, features, device)
         for pipe in (self.pipe, self.word_pipe):
             pipe.model.get_encoder().register_forward_pre_hook(_before_window, with_kwargs=True)
+            pipe.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
         self.model_name = model_name
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
@@ -93,15 +101,35 @@ class TransformersBackend:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         context = context or DecodeContext()
         warnings: list[str] = []
-        generate_kwargs = self._generate_kwargs(samples, options, warnings)
-        long_audio = len(samples) > options.chunk_length_s * TARGET_RATE
+        duration = len(samples) / TARGET_RATE
+        window_s = cost.window_length(options, duration, warnings)
+        with cost.counting(duration, strict=False) as counter:
+            options, probability = self._with_language(samples, options)
+            generate_kwargs = self._generate_kwargs(samples, options, warnings)
+            stop = _StopWhenSpent(counter)
+            output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
+                                                  warnings)
+        segments = _segments(output, options.return_timestamps, duration)
+        segments = self._confidence(samples, segments, options, generate_kwargs, decoding)
+        context.report(windows.done, windows.total, segments)
+        if stop.fired:
+            reached = max((s.end for s in segments if s.text.strip()), default=0.0)
+            warnings.append(cost.stopped_note(duration, reached))
+        decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
+                        dtype=str(self.dtype).removeprefix("torch."))
+        return Transcript(segments=segments, language=generate_kwargs.get("language", "en"),
+                          language_probability=probability, decoding=decoding, warnings=warnings)
+
+    def _run(self, samples, options, window_s, generate_kwargs, stop, context, warnings):
+        """The pipeline's run: its output, the ``decoding`` block so far, and the windows it reported."""
+        long_audio = len(samples) > window_s * TARGET_RATE
         assisted = "assistant_model" in generate_kwargs
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
         # them: assisted long audio is chunked, one chunk at a time.
         chunked = long_audio and (assisted or self._chunks_long_audio(options.batch_size))
         generate_kwargs.update(
             decoding_options.transformers_kwargs(options, long_form=long_audio and not chunked, warnings=warnings))
-        batch_size = options.batch_size if chunked and not assisted else 1
+        batch_size = cost.batch_size(options, self.max_batch_size, warnings) if chunked and not assisted else 1
         if long_audio and assisted and options.batch_size != 1:
             warnings.append(
                 f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
@@ -109,32 +137,21 @@ class TransformersBackend:
         timestamps = {"none": False, "segment": True, "word": "word"}[options.return_timestamps]
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
+            generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
         pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
-        duration = len(samples) / TARGET_RATE
-        windows = _Windows(context, _windows_total(duration, options.chunk_length_s if chunked else None))
+        windows = _Windows(context, _windows_total(len(samples) / TARGET_RATE, window_s if chunked else None))
         with windows.counting():
             output = pipe(
                 {"raw": samples, "sampling_rate": TARGET_RATE},
-                chunk_length_s=options.chunk_length_s if chunked else None,
+                chunk_length_s=window_s if chunked else None,
                 batch_size=batch_size,
                 return_timestamps=timestamps,
                 generate_kwargs=generate_kwargs,
             )
-        segments = _segments(output, options.return_timestamps, duration)
-        scoring = {}
-        if options.return_confidence:  # one more encoder pass per 30 s, said in decoding
-            segments, scoring["confidence_windows"] = confidence.scored(self, samples, segments, generate_kwargs,
-                                                                        options.temperature)
-        context.report(windows.done, windows.total, segments)
-        mode = "chunked" if chunked else "sequential"
-        return Transcript(
-            segments=segments,
-            language=generate_kwargs.get("language", "en"),
-            decoding={"mode": mode, "batch_size": batch_size, "backend": self.name, "model": self.model_name,
-                      "device": self.device, "dtype": str(self.dtype).removeprefix("torch."),
-                      "assisted": assisted, **scoring},
-            warnings=warnings,
-        )
+        decoding = {"mode": "chunked" if chunked else "sequential", "batch_size": batch_size, "assisted": assisted}
+        if chunked:
+            decoding["chunk_length_s"] = window_s
+        return output, decoding, windows
 
     def _chunks_long_audio(self, batch_size: int) -> bool:
         """Chunked batches where they pay (a GPU with batch_size > 1), long-form generate elsewhere."""
@@ -144,10 +161,10 @@ class TransformersBackend:
         kwargs: dict = {"num_beams": options.beam_size}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
-            kwargs["language"] = options.language or self._detect_language(samples)
-        prompt = decoding_options.prompt_text(options)  # hotwords and initial_prompt
-        if prompt:
-            kwargs["prompt_ids"] = self.tokenizer.get_prompt_ids(prompt, return_tensors="pt").to(self.device)
+            kwargs["language"] = options.language
+        prompt = self._prompt_ids(options, warnings)
+        if prompt is not None:
+            kwargs["prompt_ids"] = prompt
         if options.vad_filter:
             warnings.append("vad_filter is a ctranslate2 option; the transformers backend decoded all audio")
         if options.assisted:
@@ -167,19 +184,65 @@ class TransformersBackend:
                 kwargs["assistant_model"] = self.assistant
         return kwargs
 
-    def _detect_language(self, samples: np.ndarray) -> str:
-        """Whisper's language detection on the first window, once for the whole input.
+    def _confidence(self, samples, segments, options: InferenceConfig, generate_kwargs: dict, decoding: dict):
+        """Scores asked for (return_confidence), or needed by no_speech_threshold (Whisper's rule on the
+        scored windows): one more encoder pass per 30 s, counted in ``decoding``."""
+        threshold = "no_speech_threshold" in options.model_fields_set
+        if not (options.return_confidence or threshold):
+            return segments
+        segments, decoding["confidence_windows"] = confidence.scored(self, samples, segments, generate_kwargs,
+                                                                     options.temperature)
+        if threshold:
+            segments = [s for s in segments if decoding_options.keep(s, options.no_speech_threshold)]
+        return segments
+
+    def _prompt_ids(self, options: InferenceConfig, warnings: list[str]):
+        """``<|startofprev|>``, the hotwords' and the prompt's tokens within Whisper's budget (tokens.py), or None."""
+        import torch
+
+        hotwords, prompt = tokens.fit_prompts(
+            options.hotwords,
+            options.initial_prompt,
+            encode=lambda part: self.tokenizer(part, add_special_tokens=False).input_ids,
+            decode=lambda ids: self.tokenizer.decode(list(ids)),
+            first_special_id=self.tokenizer.eos_token_id,
+            max_length=self.model.config.max_target_positions,
+            warnings=warnings,
+        )
+        if not (hotwords.ids or prompt.ids):
+            return None
+        start = self.tokenizer.convert_tokens_to_ids("<|startofprev|>")
+        return torch.tensor([start, *hotwords.ids, *prompt.ids], device=self.device)
+
+    def _with_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[InferenceConfig, float | None]:
+        """The options with the language set (detected when not given, multilingual models) and how sure
+        the detection was (None when nothing was detected)."""
+        if options.language is not None or not self.is_multilingual:
+            return options, None
+        language, probability = self._detect_language(samples, options)
+        return options.model_copy(update={"language": language}), probability
+
+    def _detect_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str, float]:
+        """Whisper's language detection on the first 30 s of speech (of audio with drop_non_speech: false),
+        once for the whole input, and how sure it is.
 
         One language for all chunks, as faster-whisper does (and the pipeline's own per-chunk
         language output breaks its batching: IndexError with batch_size > 1).
         """
         import torch
 
-        window = samples[: self.pipe.feature_extractor.n_samples]
+        audio = speech.find_speech(samples).audio(samples) if options.drop_non_speech else samples
+        window = audio[: self.pipe.feature_extractor.n_samples]
         features = self.pipe.feature_extractor(window, sampling_rate=TARGET_RATE, return_tensors="pt").input_features
+        config = self.model.generation_config
+        start = torch.tensor([[config.decoder_start_token_id]], device=self.device)
         with torch.inference_mode():
-            token = int(self.model.detect_language(input_features=features.to(self.device, self.dtype))[0])
-        return self.tokenizer.convert_ids_to_tokens(token).strip("<|>")
+            logits = self.model(input_features=features.to(self.device, self.dtype), decoder_input_ids=start,
+                                use_cache=False).logits[0, -1]
+        ids = list(config.lang_to_id.values())
+        probabilities = torch.softmax(logits[ids].float(), dim=-1)
+        best = int(probabilities.argmax())
+        return self.tokenizer.convert_ids_to_tokens(ids[best]).strip("<|>"), float(probabilities[best])
 
 
 class _Windows:
@@ -210,6 +273,27 @@ def _before_window(module, args, kwargs) -> None:
         return
     windows.context.report(windows.done, windows.total)
     windows.done += features.shape[0]
+
+
+def _count_windows(module, args, kwargs) -> None:
+    """Encoder pre-hook: every call encodes a batch of 30 s windows, counted for the request's cost."""
+    features = kwargs.get("input_features", args[0] if args else None)
+    if features is not None:
+        cost.count(features.shape[0])
+
+
+class _StopWhenSpent(StoppingCriteria):
+    """Ends a decode at once when the request's window budget is spent (long-form generate)."""
+
+    def __init__(self, counter: cost.WindowCounter):
+        self.counter, self.fired = counter, False
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        spent = self.counter.used > self.counter.budget
+        self.fired = self.fired or spent
+        return torch.full((input_ids.shape[0],), spent, dtype=torch.bool, device=input_ids.device)
 
 
 def _windows_total(duration: float, chunk_length_s: float | None) -> int:

@@ -59,7 +59,9 @@ def pack_speech(samples: np.ndarray, window_s: float) -> PackedSpeech:
     if not speech:
         return PackedSpeech(np.zeros(0, dtype=np.float32), [], [])
     chunks, metadata = collect_chunks(samples, speech, max_duration=window_s)
-    windows = [Window(m["offset"], m["offset"] + m["duration"]) for m in metadata]
+    # collect_chunks starts with an empty window when the first span fills a whole one: an encoder pass
+    # for nothing (cost.py counts every window).
+    windows = [Window(m["offset"], m["offset"] + m["duration"]) for m in metadata if m["duration"] > 0]
     return PackedSpeech(np.concatenate(chunks), windows, speech)
 
 

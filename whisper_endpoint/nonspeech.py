@@ -1,0 +1,84 @@
+"""No words over silence, noise or music (``drop_non_speech``, on by default).
+
+Whisper decodes something from any audio: "you" from 30 s of digital silence, a repeated syllable
+from pink noise. Around the backend's transcription, on both backends and both decoding paths:
+
+1. the VAD (backends/speech.py) finds no speech: nothing is decoded; the response has no text, a
+   "no speech found" warning and ``decoding.mode: "no speech"`` (and diarization does not run);
+2. words that do not lie over the VAD's speech are dropped (without word times: segments no part of
+   which does): text made up over the silence before or after speech, also when the backend put it in
+   one segment with real speech (the transformers backend groups words into sentences);
+3. a segment Whisper itself marks as no speech is dropped: its no-speech probability over
+   ``no_speech_threshold`` (0.6) with an average token log-probability under -1, Whisper's
+   rule, which faster-whisper's sequential decoder applies to each window and its batched pipeline
+   (all long audio) does not.
+
+``drop_non_speech: false`` keeps everything the backend decoded, as before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from whisper_endpoint.backends.decoding_options import keep
+from whisper_endpoint.backends.speech import Speech, find_speech
+from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.results import Segment, Transcript
+
+NO_SPEECH_MODE = "no speech"
+DEFAULT_THRESHOLD = InferenceConfig.model_fields["no_speech_threshold"].default
+NO_SPEECH_WARNING = "no speech found: the voice activity detector heard none, so nothing was transcribed " \
+                    "(drop_non_speech: false decodes it anyway)"
+
+
+def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcript:
+    """``asr.transcribe(samples, config, context)`` without what it decoded over non-speech."""
+    if not config.drop_non_speech:
+        return asr.transcribe(samples, config, context)
+    speech = find_speech(samples)
+    if not speech:
+        return _nothing(asr, config)
+    return keep_speech(asr.transcribe(samples, config, context), speech, config.no_speech_threshold)
+
+
+def keep_speech(transcript: Transcript, speech: Speech, no_speech_threshold: float = DEFAULT_THRESHOLD) -> Transcript:
+    """``transcript`` without what lies outside ``speech``, with a warning when anything went."""
+    kept = [s for s in (over_speech(segment, speech, no_speech_threshold) for segment in transcript.segments) if s is not None]
+    if kept == transcript.segments:
+        return transcript
+    dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
+    warning = (f"{dropped} decoded word(s) dropped as non-speech: outside the speech the voice activity detector "
+               "found, or in a segment Whisper itself marks as no speech (drop_non_speech: false keeps them)")
+    return replace(transcript, segments=kept, decoding={**transcript.decoding, "non_speech_words_dropped": dropped},
+                   warnings=[*transcript.warnings, warning])
+
+
+def over_speech(segment: Segment, speech: Speech, no_speech_threshold: float = DEFAULT_THRESHOLD) -> Segment | None:
+    """The part of ``segment`` over ``speech``: its words that overlap it (the whole segment when it has
+    no word times and overlaps it); None when nothing is left or Whisper marks it as no speech."""
+    if not keep(segment, no_speech_threshold):  # Whisper's rule
+        return None
+    if not segment.words:
+        return segment if speech.overlaps(segment.start, segment.end) else None
+    words = tuple(word for word in segment.words if speech.overlaps(word.start, word.end))
+    if len(words) == len(segment.words):
+        return segment
+    if not words:
+        return None
+    return replace(segment, start=words[0].start, end=words[-1].end, text="".join(w.text for w in words),
+                   words=words)
+
+
+def found_none(transcript: Transcript) -> bool:
+    """Whether the VAD found no speech, so that nothing was decoded."""
+    return transcript.decoding.get("mode") == NO_SPEECH_MODE
+
+
+def _nothing(asr, config: InferenceConfig) -> Transcript:
+    language = config.language if asr.is_multilingual else "en"
+    return Transcript(
+        segments=[],
+        language=language,
+        decoding={"mode": NO_SPEECH_MODE, "backend": asr.name, "model": asr.model_name},
+        warnings=[NO_SPEECH_WARNING],
+    )
