@@ -109,8 +109,8 @@ class TransformersBackend:
             stop = _StopWhenSpent(counter)
             output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
                                                   warnings)
-        segments = _segments(output, options.return_timestamps, duration)
-        segments = self._confidence(samples, segments, options, generate_kwargs, decoding)
+            segments = _segments(output, options.return_timestamps, duration)
+            segments = self._confidence(samples, segments, options, generate_kwargs, decoding)  # counted too
         context.report(windows.done, windows.total, segments)
         if stop.fired:
             reached = max((s.end for s in segments if s.text.strip()), default=0.0)
