@@ -8,6 +8,7 @@ from scripts.nonspeech_corpus import band_music, noise
 from tests.conftest import read_clip
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.backends.speech import Speech
+from whisper_endpoint.decode_context import DecodeContext
 from whisper_endpoint.nonspeech import NO_SPEECH_MODE, over_speech
 from whisper_endpoint.results import Segment, Word
 
@@ -50,9 +51,13 @@ def test_non_speech_gives_no_words_on_transformers(tiny_tf, samples):
 def test_words_only_over_the_speech_after_a_long_noise(tiny_tf):
     """Long audio, a window of pink noise then one with speech: the noise's window gave words of its own."""
     clip = decode_file(read_clip("asterisk_transfer.flac"), max_seconds=60).samples
-    result = tiny_tf({"inputs": _array(np.concatenate([noise(31, 1, -25), clip, np.zeros(RATE)]))})
+    reported = []
+    context = DecodeContext(listeners=(lambda progress: reported.append(progress.segments),))
+    result = tiny_tf.run({"inputs": _array(np.concatenate([noise(31, 1, -25), clip, np.zeros(RATE)]))}, context)
     assert result["text"] == "Please hold while I try that extension."
     assert result["chunks"][0]["timestamp"][0] >= 29.0
+    # What progress shows (streamed text, issue 20) is filtered alike: never words the response drops.
+    assert reported and "".join(s.text for s in reported[-1]).strip() == result["text"]
 
 
 def test_silence_with_diarization_gives_no_words_and_no_speakers(diarizing_handler):

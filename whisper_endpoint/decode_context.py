@@ -68,6 +68,9 @@ class DecodeContext:
         self.timeout_s, self.timeout_setting = timeout_s, timeout_setting
         self.progress = Progress(DECODING, 0, 0)
         self.in_order = True  # False: the windows reported are not in time order (multichannel), no segments
+        # What the listeners may see of the segments decoded so far: the response's own filter (the words
+        # over non-speech that nonspeech.py drops), so that streamed text is never text the response drops.
+        self.keep: Callable[[tuple], tuple] | None = None
         self._listeners = list(listeners)
         self._reason: str | None = None
         self._lock = threading.Lock()
@@ -105,6 +108,8 @@ class DecodeContext:
         ``segments``: all the segments decoded so far (None: the last report's)."""
         if segments is None or not self.in_order:
             segments = self.progress.segments if self.in_order else ()
+        elif self.keep is not None:
+            segments = self.keep(tuple(segments))
         self._notify(Progress(stage, done, max(done, total), tuple(segments)))
         self.check()
 

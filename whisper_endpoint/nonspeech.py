@@ -19,6 +19,7 @@ from pink noise. Around the backend's transcription, on both backends and both d
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 from whisper_endpoint.backends.decoding_options import keep
 from whisper_endpoint.backends.speech import Speech, find_speech
@@ -38,12 +39,20 @@ def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcrip
     speech = find_speech(samples)
     if not speech:
         return _nothing(asr, config)
-    return keep_speech(asr.transcribe(samples, config, context), speech, config.no_speech_threshold)
+    threshold = config.no_speech_threshold
+    if context is None:
+        return keep_speech(asr.transcribe(samples, config), speech, threshold)
+    context.keep = partial(_over_speech_only, speech=speech, threshold=threshold)  # progress filtered alike
+    try:
+        return keep_speech(asr.transcribe(samples, config, context), speech, threshold)
+    finally:
+        context.keep = None
 
 
-def keep_speech(transcript: Transcript, speech: Speech, no_speech_threshold: float = DEFAULT_THRESHOLD) -> Transcript:
-    """``transcript`` without what lies outside ``speech``, with a warning when anything went."""
-    kept = [s for s in (over_speech(segment, speech, no_speech_threshold) for segment in transcript.segments) if s is not None]
+def keep_speech(transcript: Transcript, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> Transcript:
+    """``transcript`` without what lies outside ``speech`` (or that Whisper's rule at ``threshold`` marks
+    as no speech), with a warning when anything went."""
+    kept = list(_over_speech_only(tuple(transcript.segments), speech, threshold))
     if kept == transcript.segments:
         return transcript
     dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
@@ -53,10 +62,14 @@ def keep_speech(transcript: Transcript, speech: Speech, no_speech_threshold: flo
                    warnings=[*transcript.warnings, warning])
 
 
-def over_speech(segment: Segment, speech: Speech, no_speech_threshold: float = DEFAULT_THRESHOLD) -> Segment | None:
+def _over_speech_only(segments: tuple, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> tuple:
+    return tuple(s for s in (over_speech(segment, speech, threshold) for segment in segments) if s is not None)
+
+
+def over_speech(segment: Segment, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> Segment | None:
     """The part of ``segment`` over ``speech``: its words that overlap it (the whole segment when it has
     no word times and overlaps it); None when nothing is left or Whisper marks it as no speech."""
-    if not keep(segment, no_speech_threshold):  # Whisper's rule
+    if not keep(segment, threshold):  # Whisper's no-speech rule (no_speech_threshold)
         return None
     if not segment.words:
         return segment if speech.overlaps(segment.start, segment.end) else None
