@@ -4,8 +4,8 @@
 
 SHORT requests on a 2.9 s clip, then LONG on 33 s of audio (three clips, three times, 1 s pauses),
 tiny.en, one thread. Each combination draws every parameter from values that stress the token budget
-(2000-character prompts, control-token text), the window bound (``chunk_length_s`` 1..30, batch sizes
-up to 256) and decoding (beam size 10, word timestamps, VAD, assisted). A documented 4xx is fine; any
+(2000-character prompts and 1000-character hotwords sharing it, control-token text), the window bound (``chunk_length_s`` 1..30, batch sizes
+up to 256) and decoding (beam size 10, word timestamps, VAD, assisted, sampling, confidence scoring). A documented 4xx is fine; any
 other exception, or ``decoding.encoder_windows`` over ``cost.window_budget``, is counted as bad.
 """
 
@@ -25,6 +25,9 @@ GRID = {
     "initial_prompt": [None, "", "x" * 2000, ("word " * 400)[:2000], "<|0.00|> hi"],
     "vad_filter": [False, True], "recover_dropped_speech": [True, False], "assisted": [False, True],
     "task": ["transcribe"], "language": [None, "en", "auto"],
+    "temperature": [0.0, 0.5, 1.0], "hotwords": [None, "caller", ("name " * 250)[:1000], "<|endoftext|>"],
+    "condition_on_previous_text": [True, False], "no_speech_threshold": [0.0, 0.6, 1.0],
+    "return_confidence": [False, True],
 }
 THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-invalidpin.flac"]
 

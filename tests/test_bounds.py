@@ -11,7 +11,7 @@ from scripts.metrics import normalize, wer
 from tests.conftest import CLIPS, clip_refs, decode_reference, read_clip
 from whisper_endpoint.backends import cost, tokens
 from whisper_endpoint.backends.windows import Window
-from whisper_endpoint.config import ModelSettings
+from whisper_endpoint.config import InferenceConfig, ModelSettings
 from whisper_endpoint.device import DEFAULT_MAX_BATCH_SIZE
 from whisper_endpoint.errors import InvalidParameterError
 
@@ -102,16 +102,21 @@ def test_control_token_text_in_the_prompt_is_a_422(tiny_handler):
     assert info.value.status == 422
 
 
-def test_a_long_remainder_after_the_longest_prompt_fits_the_decoder(tiny_handler, long_audio):
+@pytest.mark.parametrize("hotwords", [None, "Asterisk ConfBridge voicemail " * 5, LONG_PROMPT[:1000]])
+def test_a_long_remainder_after_the_longest_prompt_fits_the_decoder(tiny_handler, long_audio, hotwords):
     """The second pass over a window's remainder: 29 s of speech after a full 223-token prompt raised
-    faster-whisper's ValueError (prompt + token cap over 448), a 500 after the batched pass was paid."""
+    faster-whisper's ValueError (prompt + token cap over 448), a 500 after the batched pass was paid.
+    Hotwords share the prompt's budget: with them, the prompt keeps fewer of its last tokens."""
     asr = tiny_handler.asr
     warnings = []
-    prompt = asr._prompt(LONG_PROMPT, warnings)
-    assert len(prompt.ids) == tokens.prompt_budget(asr.model.max_length) == 223 and warnings
+    prompts = asr._prompts(InferenceConfig(initial_prompt=LONG_PROMPT, hotwords=hotwords), warnings)
+    tokenizer = asr.model.hf_tokenizer
+    used = sum(len(tokenizer.encode(" " + text.strip(), add_special_tokens=False).ids)
+               for text in prompts.values() if text)
+    assert used == tokens.prompt_budget(asr.model.max_length) == 223 and warnings
     audio = long_audio["array"][: 30 * 16000]
     kwargs = dict(language="en", task="transcribe", beam_size=1, word_timestamps=False, without_timestamps=False,
-                  initial_prompt=prompt.text)
+                  **prompts)
     segments = asr._decode_alone(audio, Window(1.0, 30.0), kwargs)
     assert segments and all(1.0 <= s.start <= s.end <= 30.5 for s in segments)
 

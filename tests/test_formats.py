@@ -58,6 +58,28 @@ def test_openai_bodies():
     assert [s["speaker"] for s in render(DIARIZED, "diarized_json").body["segments"]] == ["SPEAKER_00", "SPEAKER_01"]
 
 
+CONFIDENT = {  # return_confidence with word chunks: the segments come beside the words
+    **PLAIN,
+    "chunks": [{"text": " Hello", "timestamp": [0.0, 0.5], "probability": 0.91},
+               {"text": " there.", "timestamp": [0.5, 1.25], "probability": 0.42}],
+    "segments": [{"text": " Hello there.", "timestamp": [0.0, 1.25], "avg_logprob": -0.3, "no_speech_prob": 0.01,
+                  "compression_ratio": 0.9, "temperature": 0.0}],
+}
+
+
+@pytest.mark.parametrize("granularities,keys", [(("word",), {"words"}), (("segment",), {"segments"}),
+                                                (("word", "segment"), {"words", "segments"})])
+def test_verbose_json_gives_the_granularities_asked_for_with_confidence(granularities, keys):
+    body = render(CONFIDENT, "verbose_json", Context(granularities=granularities)).body
+    assert {"words", "segments"} & set(body) == keys
+    if "segments" in keys:
+        [segment] = body["segments"]
+        assert (segment["text"], segment["avg_logprob"], segment["no_speech_prob"], segment["seek"]) == (
+            " Hello there.", -0.3, 0.01, None)
+    if "words" in keys:
+        assert [(w["word"], w["probability"]) for w in body["words"]] == [("Hello", 0.91), ("there.", 0.42)]
+
+
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_every_format_renders_with_its_media_type_and_says_what_it_needs(name):
     rendered = render(DIARIZED, name)
@@ -65,7 +87,9 @@ def test_every_format_renders_with_its_media_type_and_says_what_it_needs(name):
     text = rendered.body if isinstance(rendered.body, str) else json.dumps(rendered.body)
     assert "Hello there" in text or "SPEAKER_00" in text
     assert formats.timestamps_for(name) in ("none", "segment", "word")
-    assert formats.parameters_for(name) == ({"return_speaker_turns": True} if FORMATS[name].turns else {})
+    expected = {**({"return_speaker_turns": True} if FORMATS[name].turns else {}),
+                **({"return_confidence": True} if name == "verbose_json" else {})}
+    assert formats.parameters_for(name) == expected
 
 
 def test_the_command_line_prints_any_format():

@@ -54,7 +54,8 @@ def call_file(call) -> bytes:
 
 @pytest.fixture(scope="module")
 def result(tiny_handler, call_file) -> dict:
-    parameters = {**NAMES, "return_timestamps": "word", "return_speaker_turns": True, "return_speaker_words": True}
+    parameters = {**NAMES, "return_timestamps": "word", "return_speaker_turns": True, "return_speaker_words": True,
+                  "return_confidence": True}
     return tiny_handler({"inputs": call_file, "parameters": parameters})
 
 
@@ -80,6 +81,9 @@ def test_chunks_carry_their_channel_in_time_order(result):
     refs = clip_refs()
     assert normalize(by_channel[1]) == normalize(refs[CALLER])
     assert normalize(by_channel[0]) == normalize(refs[AGENT[0]] + " " + refs[AGENT[1]])
+    # return_confidence: each word its probability, each channel's segments beside the words
+    assert all(0 < chunk["probability"] <= 1 for chunk in result["chunks"])
+    assert {s["channel"] for s in result["segments"]} == {0, 1} and all(s["avg_logprob"] < 0 for s in result["segments"])
 
 
 def test_every_speaker_format_names_the_channels(result):

@@ -77,20 +77,32 @@ def test_verbose_json_segments(client, audio):
     assert (result.language, result.duration, result.text) == ("english", pytest.approx(1.801), TEXT)
     [segment] = result.segments
     assert (segment.id, segment.start, segment.end, segment.text.strip()) == (0, 0.0, pytest.approx(1.801), TEXT)
-    # What the handler cannot know is null, not made up.
+    # What the handler does not know is null, not made up; Whisper's confidence is there.
     assert all(getattr(segment, name) is None for name in formats.openai.UNKNOWN_SEGMENT_FIELDS)
+    assert segment.avg_logprob < 0 and 0 <= segment.no_speech_prob < 0.5 and segment.temperature == 0
+    assert 0 < segment.compression_ratio < 2.4
     assert result.words is None
 
 
-def test_verbose_json_words(client, audio):
-    response = client.audio.transcriptions.with_raw_response.create(
+def test_verbose_json_words_and_segments(client, audio):
+    result = client.audio.transcriptions.create(
         model="whisper-1", file=audio, response_format="verbose_json", timestamp_granularities=["word", "segment"],
     )
-    result = response.parse()
     assert [word.word for word in result.words] == TEXT.split()
-    assert all(word.start < word.end for word in result.words)
-    assert result.segments is None  # one or the other, said in X-Warnings
-    assert "segments are left out" in json.loads(response.headers["x-warnings"])[0]
+    assert all(word.start < word.end and 0.5 < word.model_extra["probability"] <= 1 for word in result.words)
+    [segment] = result.segments  # both, as OpenAI returns them
+    assert segment.text.strip() == TEXT and segment.avg_logprob < 0
+
+
+def test_segment_granularity_is_accepted_with_any_format_as_openai_does(client, audio):
+    assert client.audio.transcriptions.create(model="whisper-1", file=audio, timestamp_granularities=["segment"]).text == TEXT
+
+
+def test_verbose_json_words_only(client, audio):
+    result = client.audio.transcriptions.create(
+        model="whisper-1", file=audio, response_format="verbose_json", timestamp_granularities=["word"],
+    )
+    assert [word.word for word in result.words] == TEXT.split() and result.segments is None
 
 
 def test_diarized_json_needs_diarization(client, audio):
@@ -110,12 +122,17 @@ def test_translation_on_an_english_only_model_is_a_400(client, audio):
 
 def test_extra_body_reaches_the_handler_and_warnings_come_back(client, audio):
     response = client.audio.transcriptions.with_raw_response.create(
-        model="whisper-1", file=audio, temperature=0.4, extra_body={"beam_size": 2, "shout": "yes"},
+        model="whisper-1", file=audio, extra_body={"beam_size": 2, "shout": "yes"},
     )
     assert response.parse().text == TEXT
-    warnings = json.loads(response.headers["x-warnings"])
-    assert warnings[0].startswith("temperature=0.4 was not applied")
-    assert "ignored unknown parameter 'shout'" in warnings
+    assert "ignored unknown parameter 'shout'" in json.loads(response.headers["x-warnings"])
+
+
+def test_temperature_is_applied(client, audio):
+    # The segment's temperature is the one faster-whisper decoded it with (0 would be greedy).
+    result = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="verbose_json",
+                                                temperature=0.7)
+    assert [segment.temperature for segment in result.segments] == [0.7]
 
 
 def test_bad_fields_are_422(client, audio):

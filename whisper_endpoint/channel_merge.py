@@ -41,16 +41,14 @@ class ChannelResult:
 
 def response(
     results: list[ChannelResult], *, timestamps: str, duration: float, warnings: list[str],
-    with_words: bool = False, turns: bool = False,
+    with_words: bool = False, turns: bool = False, confidence: bool = False,
 ) -> dict:
     """The handler's response for a multichannel request: the single-channel response's keys, plus
     ``channels`` (each channel's index, name, detected language and whether it was silent)."""
     transcribed = [r for r in results if r.transcript is not None]
     main = _main_transcript(transcribed)
     speakers = [_entry(turn, with_words, duration) for turn in channel_turns([spoken_words(r) for r in transcribed])]
-    chunks = [{**chunk, "channel": r.index} for r in transcribed
-              for chunk in render_chunks(r.transcript, timestamps, duration)]
-    chunks.sort(key=lambda chunk: (chunk["timestamp"][0], chunk["channel"]))
+    chunks = _channel_chunks(transcribed, timestamps, duration, confidence)
     result = {
         "text": " ".join(entry["text"] for entry in speakers),
         "chunks": chunks,
@@ -62,9 +60,17 @@ def response(
         "decoding": {**(transcribed[0].transcript.decoding if transcribed else {}), "channels": len(results)},
         "channels": [_summary(r) for r in results],
     }
+    if confidence and timestamps == "word":  # as render.response: the segments' confidence beside the words
+        result["segments"] = _channel_chunks(transcribed, "segment", duration, confidence)
     if turns:
         result["speaker_turns"] = speaker_turns(transcribed, speakers)
     return result
+
+
+def _channel_chunks(transcribed: list[ChannelResult], timestamps: str, duration: float, confidence: bool) -> list:
+    chunks = [{**chunk, "channel": r.index} for r in transcribed
+              for chunk in render_chunks(r.transcript, timestamps, duration, confidence)]
+    return sorted(chunks, key=lambda chunk: (chunk["timestamp"][0], chunk["channel"]))
 
 
 def spoken_words(result: ChannelResult) -> list[Spoken]:

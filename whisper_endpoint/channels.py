@@ -53,7 +53,8 @@ def respond(audio: Audio, config: InferenceConfig, warnings: list[str], transcri
         transcript, extra = transcribe(np.ascontiguousarray(samples), channel_config, warnings)
         results.append(ChannelResult(index, name, transcript, extra.get("speakers"), extra.get("speaker_turns")))
     return response(results, timestamps=config.return_timestamps, duration=audio.duration, warnings=warnings,
-                    with_words=config.return_speaker_words, turns=config.return_speaker_turns)
+                    with_words=config.return_speaker_words, turns=config.return_speaker_turns,
+                    confidence=config.return_confidence)
 
 
 def _channel_config(config: InferenceConfig) -> InferenceConfig:

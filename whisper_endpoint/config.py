@@ -155,6 +155,27 @@ class InferenceConfig(BaseModel):
     return_timestamps: Literal["none", "segment", "word"] = "segment"
     initial_prompt: Optional[str] = Field(None, max_length=2000)
     vad_filter: bool = False
+    temperature: float = Field(
+        0.0, ge=0.0, le=1.0,
+        description="0: greedy, with the backend's fallback schedule (ctranslate2: 0.2, 0.4... when a window's text "
+        "repeats or is unlikely); > 0: sampled at this temperature.",
+    )
+    hotwords: Optional[str] = Field(
+        None, max_length=1000, description="Words to favour (names, terms): faster-whisper's hotwords; transformers: "
+        "a prompt before initial_prompt.",
+    )
+    condition_on_previous_text: bool = Field(
+        True, description="Sequential decoding: each window sees the text before it (false: less repetition).",
+    )
+    no_speech_threshold: float = Field(
+        0.6, ge=0.0, le=1.0,
+        description="A window whose no-speech probability is above it and whose average log-probability is "
+        "under -1 is skipped.",
+    )
+    return_confidence: bool = Field(
+        False, description="Chunks carry Whisper's confidence: words 'probability'; segments 'avg_logprob', "
+        "'no_speech_prob', 'compression_ratio', 'temperature'.",
+    )
     drop_non_speech: bool = Field(
         True,
         description="No words over silence, noise or music: nothing is decoded when the VAD finds no speech, and "

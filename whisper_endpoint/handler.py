@@ -55,6 +55,7 @@ class EndpointHandler:
             transcript,
             timestamps=config.return_timestamps,
             duration=request.audio.duration,
+            confidence=config.return_confidence,
             warnings=request.warnings,
             **extra,
         )

@@ -9,7 +9,7 @@ from pink noise. Around the backend's transcription, on both backends and both d
    which does): text made up over the silence before or after speech, also when the backend put it in
    one segment with real speech (the transformers backend groups words into sentences);
 3. a segment Whisper itself marks as no speech is dropped: its no-speech probability over
-   ``NO_SPEECH_THRESHOLD`` with an average token log-probability under ``LOGPROB_THRESHOLD``, Whisper's
+   ``no_speech_threshold`` (0.6) with an average token log-probability under -1, Whisper's
    rule, which faster-whisper's sequential decoder applies to each window and its batched pipeline
    (all long audio) does not.
 
@@ -21,13 +21,13 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
+from whisper_endpoint.backends.decoding_options import keep
 from whisper_endpoint.backends.speech import Speech, find_speech
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.results import Segment, Transcript
 
 NO_SPEECH_MODE = "no speech"
-NO_SPEECH_THRESHOLD = 0.6  # Whisper's and faster-whisper's defaults
-LOGPROB_THRESHOLD = -1.0
+DEFAULT_THRESHOLD = InferenceConfig.model_fields["no_speech_threshold"].default
 NO_SPEECH_WARNING = "no speech found: the voice activity detector heard none, so nothing was transcribed " \
                     "(drop_non_speech: false decodes it anyway)"
 
@@ -39,18 +39,20 @@ def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcrip
     speech = find_speech(samples)
     if not speech:
         return _nothing(asr, config)
+    threshold = config.no_speech_threshold
     if context is None:
-        return keep_speech(asr.transcribe(samples, config), speech)
-    context.keep = partial(_over_speech_only, speech=speech)  # progress (streamed text) filtered alike
+        return keep_speech(asr.transcribe(samples, config), speech, threshold)
+    context.keep = partial(_over_speech_only, speech=speech, threshold=threshold)  # progress filtered alike
     try:
-        return keep_speech(asr.transcribe(samples, config, context), speech)
+        return keep_speech(asr.transcribe(samples, config, context), speech, threshold)
     finally:
         context.keep = None
 
 
-def keep_speech(transcript: Transcript, speech: Speech) -> Transcript:
-    """``transcript`` without what lies outside ``speech``, with a warning when anything went."""
-    kept = list(_over_speech_only(tuple(transcript.segments), speech))
+def keep_speech(transcript: Transcript, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> Transcript:
+    """``transcript`` without what lies outside ``speech`` (or that Whisper's rule at ``threshold`` marks
+    as no speech), with a warning when anything went."""
+    kept = list(_over_speech_only(tuple(transcript.segments), speech, threshold))
     if kept == transcript.segments:
         return transcript
     dropped = sum(len(s.text.split()) for s in transcript.segments) - sum(len(s.text.split()) for s in kept)
@@ -60,14 +62,14 @@ def keep_speech(transcript: Transcript, speech: Speech) -> Transcript:
                    warnings=[*transcript.warnings, warning])
 
 
-def _over_speech_only(segments: tuple, speech: Speech) -> tuple:
-    return tuple(s for s in (over_speech(segment, speech) for segment in segments) if s is not None)
+def _over_speech_only(segments: tuple, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> tuple:
+    return tuple(s for s in (over_speech(segment, speech, threshold) for segment in segments) if s is not None)
 
 
-def over_speech(segment: Segment, speech: Speech) -> Segment | None:
+def over_speech(segment: Segment, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> Segment | None:
     """The part of ``segment`` over ``speech``: its words that overlap it (the whole segment when it has
     no word times and overlaps it); None when nothing is left or Whisper marks it as no speech."""
-    if marked_no_speech(segment):
+    if not keep(segment, threshold):  # Whisper's no-speech rule (no_speech_threshold)
         return None
     if not segment.words:
         return segment if speech.overlaps(segment.start, segment.end) else None
@@ -78,13 +80,6 @@ def over_speech(segment: Segment, speech: Speech) -> Segment | None:
         return None
     return replace(segment, start=words[0].start, end=words[-1].end, text="".join(w.text for w in words),
                    words=words)
-
-
-def marked_no_speech(segment: Segment) -> bool:
-    """Whisper's rule: likely no speech, and decoded with little confidence."""
-    if segment.no_speech_prob is None or segment.avg_logprob is None:
-        return False
-    return segment.no_speech_prob > NO_SPEECH_THRESHOLD and segment.avg_logprob < LOGPROB_THRESHOLD
 
 
 def found_none(transcript: Transcript) -> bool:

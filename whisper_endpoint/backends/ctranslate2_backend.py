@@ -21,7 +21,7 @@ import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import cost, speech, tokens, windows
+from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.decode_context import DecodeContext
@@ -96,13 +96,15 @@ class CTranslate2Backend:
             beam_size=options.beam_size,
             word_timestamps=options.return_timestamps == "word",
             without_timestamps=options.return_timestamps == "none",
-            initial_prompt=self._prompt(options.initial_prompt, warnings).text,
+            **self._prompts(options, warnings),
+            **decoding_options.faster_whisper_kwargs(options),
         )
         with cost.counting(duration) as counter:
             if duration > window_s:
                 batch_size = cost.batch_size(options, self.max_batch_size, warnings)
                 segments, language, probability, decoding = self._batched(
                     samples, window_s, batch_size, options, kwargs, context, counter)
+                warnings += decoding_options.batched_warnings(options)
             else:
                 kwargs["language"], detected = self._speech_language(samples, options)
                 segments, language, probability, stopped = self._sequential(samples, options, kwargs, context)
@@ -120,16 +122,19 @@ class CTranslate2Backend:
             warnings=warnings + counter.notes,
         )
 
-    def _prompt(self, text: str | None, warnings: list[str]) -> tokens.Prompt:
+    def _prompts(self, options: InferenceConfig, warnings: list[str]) -> dict:
+        """hotwords and initial_prompt within Whisper's prompt budget (tokens.py), as faster-whisper takes them."""
         tokenizer = self.model.hf_tokenizer
-        return tokens.fit_prompt(
-            text,
+        hotwords, prompt = tokens.fit_prompts(
+            options.hotwords,
+            options.initial_prompt,
             encode=lambda t: tokenizer.encode(t, add_special_tokens=False).ids,
             decode=lambda ids: tokenizer.decode(list(ids), skip_special_tokens=False),
             first_special_id=tokenizer.token_to_id("<|endoftext|>"),
             max_length=self.model.max_length,
             warnings=warnings,
         )
+        return {"hotwords": hotwords.text, "initial_prompt": prompt.text}
 
     def _speech_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str | None, float | None]:
         """The language of the first 30 s of speech, not of the first 30 s of audio (a silent start would
@@ -182,7 +187,8 @@ class CTranslate2Backend:
                     continue
                 found += self._decode_alone(packed.audio, window, kwargs)
                 decoding["remainders_decoded_again"] += 1
-            segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))]
+            segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))
+                         if _kept(s, options)]
             context.report(first + len(group), total, segments)
             if decoding["stopped"]:
                 break
@@ -217,8 +223,13 @@ class CTranslate2Backend:
         remainder of the 13.4 min file looped on one word ~150 times), and a token cap."""
         piece = audio[round(window.start * TARGET_RATE): round(window.end * TARGET_RATE)]
         # A cap far above any speech rate that still stops a loop early (each fallback retries), within
-        # what the decoder context leaves after the longest prompt (tokens.py).
-        limit = min(math.ceil(10 * (window.end - window.start)) + 16, tokens.output_budget(self.model.max_length))
+        # what the decoder context leaves after the longest prompt (tokens.py). faster-whisper puts the
+        # hotwords before up to 223 tokens of previous text on each later seek: they come off it too.
+        hotwords = kwargs.get("hotwords")
+        reserve = len(self.model.hf_tokenizer.encode(" " + hotwords.strip(), add_special_tokens=False).ids) \
+            if hotwords else 0
+        limit = min(math.ceil(10 * (window.end - window.start)) + 16,
+                    tokens.output_budget(self.model.max_length) - reserve)
         generator, _ = self.model.transcribe(piece, vad_filter=False, max_new_tokens=limit, **kwargs)
         segments, _ = _consume(generator)
         return [windows.shifted(segment, window.start) for segment in segments]
@@ -234,6 +245,12 @@ def _consume(generator) -> tuple[list, bool]:
     except cost.BudgetSpent:
         return segments, True
     return segments, False
+
+
+def _kept(segment, options: InferenceConfig) -> bool:
+    # The batched pipeline ignores no_speech_threshold: applied here when the request sets it.
+    explicit = "no_speech_threshold" in options.model_fields_set
+    return not explicit or decoding_options.keep(segment, options.no_speech_threshold)
 
 
 def _segment(segment) -> Segment:

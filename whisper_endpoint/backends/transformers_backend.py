@@ -43,7 +43,7 @@ import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
 from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.backends import cost, speech, tokens
+from whisper_endpoint.backends import confidence, cost, decoding_options, speech, tokens
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.config import InferenceConfig
@@ -109,7 +109,8 @@ class TransformersBackend:
             stop = _StopWhenSpent(counter)
             output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
                                                   warnings)
-        segments = _segments(output, options.return_timestamps, duration)
+            segments = _segments(output, options.return_timestamps, duration)
+            segments = self._confidence(samples, segments, options, generate_kwargs, decoding)  # counted too
         context.report(windows.done, windows.total, segments)
         if stop.fired:
             reached = max((s.end for s in segments if s.text.strip()), default=0.0)
@@ -126,6 +127,8 @@ class TransformersBackend:
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
         # them: assisted long audio is chunked, one chunk at a time.
         chunked = long_audio and (assisted or self._chunks_long_audio(options.batch_size))
+        generate_kwargs.update(
+            decoding_options.transformers_kwargs(options, long_form=long_audio and not chunked, warnings=warnings))
         batch_size = cost.batch_size(options, self.max_batch_size, warnings) if chunked and not assisted else 1
         if long_audio and assisted and options.batch_size != 1:
             warnings.append(
@@ -155,11 +158,11 @@ class TransformersBackend:
         return self.device == "cuda" and batch_size > 1
 
     def _generate_kwargs(self, samples: np.ndarray, options: InferenceConfig, warnings: list[str]) -> dict:
-        kwargs: dict = {"num_beams": options.beam_size, "do_sample": False}
+        kwargs: dict = {"num_beams": options.beam_size}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
             kwargs["language"] = options.language
-        prompt = self._prompt_ids(options.initial_prompt, warnings)
+        prompt = self._prompt_ids(options, warnings)
         if prompt is not None:
             kwargs["prompt_ids"] = prompt
         if options.vad_filter:
@@ -181,22 +184,35 @@ class TransformersBackend:
                 kwargs["assistant_model"] = self.assistant
         return kwargs
 
-    def _prompt_ids(self, text: str | None, warnings: list[str]):
-        """``<|startofprev|>`` and the prompt's tokens within Whisper's budget (tokens.py), or None."""
+    def _confidence(self, samples, segments, options: InferenceConfig, generate_kwargs: dict, decoding: dict):
+        """Scores asked for (return_confidence), or needed by no_speech_threshold (Whisper's rule on the
+        scored windows): one more encoder pass per 30 s, counted in ``decoding``."""
+        threshold = "no_speech_threshold" in options.model_fields_set
+        if not (options.return_confidence or threshold):
+            return segments
+        segments, decoding["confidence_windows"] = confidence.scored(self, samples, segments, generate_kwargs,
+                                                                     options.temperature)
+        if threshold:
+            segments = [s for s in segments if decoding_options.keep(s, options.no_speech_threshold)]
+        return segments
+
+    def _prompt_ids(self, options: InferenceConfig, warnings: list[str]):
+        """``<|startofprev|>``, the hotwords' and the prompt's tokens within Whisper's budget (tokens.py), or None."""
         import torch
 
-        prompt = tokens.fit_prompt(
-            text,
+        hotwords, prompt = tokens.fit_prompts(
+            options.hotwords,
+            options.initial_prompt,
             encode=lambda part: self.tokenizer(part, add_special_tokens=False).input_ids,
             decode=lambda ids: self.tokenizer.decode(list(ids)),
             first_special_id=self.tokenizer.eos_token_id,
             max_length=self.model.config.max_target_positions,
             warnings=warnings,
         )
-        if not prompt.ids:
+        if not (hotwords.ids or prompt.ids):
             return None
         start = self.tokenizer.convert_tokens_to_ids("<|startofprev|>")
-        return torch.tensor([start, *prompt.ids], device=self.device)
+        return torch.tensor([start, *hotwords.ids, *prompt.ids], device=self.device)
 
     def _with_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[InferenceConfig, float | None]:
         """The options with the language set (detected when not given, multilingual models) and how sure

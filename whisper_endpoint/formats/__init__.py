@@ -6,7 +6,7 @@ render through ``render``; a new format is one entry in ``FORMATS``.
 |---|---|---|
 | json, text | OpenAI's ``{"text", "usage"}``; the plain text | text only |
 | srt, vtt | subtitles; speaker runs as labelled cues when diarized | segment times |
-| verbose_json | OpenAI's segments and/or words with times | segment or word times |
+| verbose_json | OpenAI's segments and/or words with times and confidence | segment or word times, confidence |
 | diarized_json | OpenAI's segments with a speaker each | speakers (diarization, or multichannel) |
 | txt, tsv | the text by speaker turn; one cue a row (start, end, speaker, text) | segment times |
 | rttm | the diarization's own turns (multichannel: each channel's) | speaker turns (diarization, or multichannel) |
@@ -43,6 +43,7 @@ class Format:
     timestamps: Timestamps = "segment"  # what the handler must return for it
     speakers: Literal["unused", "shown", "required"] = "shown"  # diarization's speaker runs
     turns: bool = False  # needs the diarization's own turns (return_speaker_turns)
+    confidence: bool = False  # needs Whisper's confidence (return_confidence)
 
 
 _TEXT = "text/plain; charset=utf-8"
@@ -54,7 +55,7 @@ FORMATS: dict[str, Format] = {
     "verbose_json": Format(
         "application/json", "verbose.json", lambda r, c: openai.verbose_json(
             r, task=c.task, words="word" in c.granularities, segments="segment" in c.granularities),
-        speakers="unused"),
+        speakers="unused", confidence=True),
     "diarized_json": Format("application/json", "diarized.json", lambda r, c: openai.diarized_json(r),
                             speakers="required"),
     "txt": Format(_TEXT, "txt", lambda r, c: tables.txt(r)),
@@ -84,7 +85,12 @@ def timestamps_for(name: str, granularities: Sequence[str] = ("segment",)) -> Ti
 
 def parameters_for(name: str) -> dict:
     """What a request must ask the handler for, for this format (beyond its timestamps)."""
-    return {"return_speaker_turns": True} if FORMATS[name].turns else {}
+    fmt, parameters = FORMATS[name], {}
+    if fmt.turns:
+        parameters["return_speaker_turns"] = True
+    if fmt.confidence:
+        parameters["return_confidence"] = True
+    return parameters
 
 
 def speakers_available(parameters: Mapping, diarization: bool) -> bool:

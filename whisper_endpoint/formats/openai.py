@@ -1,8 +1,8 @@
 """OpenAI's audio response bodies: json, text, verbose_json, diarized_json, with OpenAI's field names.
 
-What Whisper-in-a-handler cannot know is null, never made up: a segment's ``seek``, ``tokens``,
-``temperature``, ``avg_logprob``, ``compression_ratio`` and ``no_speech_prob`` (the handler does not
-return them). ``usage`` is ``{"type": "duration", "seconds": <audio duration>}``.
+What the handler does not return is null, never made up: a segment's ``seek`` and ``tokens``, and its
+``avg_logprob``, ``no_speech_prob``, ``compression_ratio`` or ``temperature`` where the backend does not
+know them. ``usage`` is ``{"type": "duration", "seconds": <audio duration>}``.
 """
 
 from __future__ import annotations
@@ -11,7 +11,9 @@ from functools import lru_cache
 
 from whisper_endpoint.formats.subtitles import cues
 
-UNKNOWN_SEGMENT_FIELDS = ("seek", "tokens", "temperature", "avg_logprob", "compression_ratio", "no_speech_prob")
+UNKNOWN_SEGMENT_FIELDS = ("seek", "tokens")
+# Whisper's confidence, from the handler's chunks (``return_confidence``); null where a backend does not know.
+CONFIDENCE_FIELDS = ("avg_logprob", "no_speech_prob", "compression_ratio", "temperature")
 
 
 def json_body(result: dict, *, task: str) -> dict:
@@ -30,26 +32,33 @@ def usage(result: dict) -> dict:
 
 
 def verbose_json(result: dict, *, task: str, words: bool, segments: bool) -> dict:
+    """OpenAI's body: ``segments`` and/or ``words`` as ``timestamp_granularities[]`` asked. Segments carry
+    Whisper's confidence (the handler's ``return_confidence``), words also their ``probability`` (not an
+    OpenAI field; clients that do not know it ignore it)."""
     body = {
         "task": task,
         "language": "english" if task == "translate" else language_name(result.get("language")),
         "duration": result["duration"],
         "text": result["text"],
     }
-    if segments:
-        body["segments"] = [
-            {"id": index, "start": start, "end": end, "text": chunk["text"], **dict.fromkeys(UNKNOWN_SEGMENT_FIELDS)}
-            for index, chunk in enumerate(result["chunks"])
-            for start, end in [chunk["timestamp"]]
-        ]
+    if segments:  # when the chunks are words, the handler gives the segments beside them
+        body["segments"] = [_segment(index, chunk) for index, chunk in
+                            enumerate(result.get("segments", result["chunks"]))]
     if words:
         body["words"] = [
-            {"word": chunk["text"].strip(), "start": chunk["timestamp"][0], "end": chunk["timestamp"][1]}
+            {"word": chunk["text"].strip(), "start": chunk["timestamp"][0], "end": chunk["timestamp"][1],
+             **({"probability": chunk["probability"]} if "probability" in chunk else {})}
             for chunk in result["chunks"]
         ]
     if task == "transcribe":
         body["usage"] = usage(result)
     return body
+
+
+def _segment(index: int, chunk: dict) -> dict:
+    start, end = chunk["timestamp"]
+    return {"id": index, "start": start, "end": end, "text": chunk["text"],
+            **dict.fromkeys(UNKNOWN_SEGMENT_FIELDS), **{name: chunk.get(name) for name in CONFIDENCE_FIELDS}}
 
 
 def diarized_json(result: dict) -> dict:

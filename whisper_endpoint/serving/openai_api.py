@@ -4,8 +4,7 @@
 The form's fields are declared in ``openai_form.AudioForm`` (OpenAI's: ``file``, ``model``, ``language``,
 ``prompt``, ``response_format``, ``temperature``, ``timestamp_granularities[]``, ``stream``); any other
 field is a handler parameter. ``model`` is accepted, not used to choose (the server has one model);
-``temperature`` is accepted and, when non-zero, reported in ``X-Warnings`` (decoding keeps the backend's
-own settings). Warnings travel in the ``X-Warnings`` header as a JSON list, since OpenAI's bodies have
+``temperature`` is the handler's (0: greedy with the fallback schedule, > 0: sampled). Warnings travel in the ``X-Warnings`` header as a JSON list, since OpenAI's bodies have
 no place for them.
 """
 
@@ -91,7 +90,7 @@ async def _audio(service: InferenceService, request: Request, form: AudioForm, *
                                           response_format=form.response_format, warnings=warnings)
     # The body was read (FormUploadRoute), so what the connection says next is the client's disconnect.
     result = await service.run(payload, context, receive=request.receive)
-    granularities = ("word",) if parameters["return_timestamps"] == "word" else ("segment",)
+    granularities = form.timestamp_granularities or ("segment",)
     rendered = formats.render(result, form.response_format, formats.Context(task=task, granularities=granularities))
     headers = warnings_header(warnings + result.get("warnings", []))
     if isinstance(rendered.body, str):
@@ -118,9 +117,9 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
             f"{name} is not streamed: send stream=false"), "stream")
     if task == "translate" and spec.speakers == "required":
         raise with_param(InvalidParameterError(f"translations have no {name} format"), "response_format")
-    if form.timestamp_granularities and name != "verbose_json":
+    if "word" in form.timestamp_granularities and name != "verbose_json":  # OpenAI accepts "segment" anywhere
         raise with_param(InvalidParameterError(
-            "timestamp_granularities[] needs response_format=verbose_json"), "timestamp_granularities")
+            "timestamp_granularities[]=word needs response_format=verbose_json"), "timestamp_granularities")
     extra = text_parameters(form.extra_fields())
     if spec.speakers == "required" and not formats.speakers_available(extra, service.diarization_available):
         raise with_param(UnsupportedOptionError(
@@ -132,11 +131,7 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
         raise with_param(InvalidParameterError(
             f"{', '.join(overridden)} cannot be set as a form field here: the route and response_format decide"
         ), overridden[0])
-    if form.temperature:
-        warnings.append(f"temperature={form.temperature:g} was not applied: decoding uses the backend's own settings")
     granularities = form.timestamp_granularities or ["segment"]
-    if {"word", "segment"} <= set(granularities):
-        warnings.append("segments are left out when words are asked for: the handler returns one or the other")
     parameters = {**extra, **formats.parameters_for(name), "task": task,
                   "return_timestamps": formats.timestamps_for(name, granularities)}
     known = _known_speakers(form, warnings)
@@ -148,6 +143,8 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
         parameters["language"] = form.language
     if form.prompt:
         parameters["initial_prompt"] = form.prompt
+    if form.temperature:  # 0 (OpenAI's default) leaves the backend's fallback schedule
+        parameters["temperature"] = form.temperature
     if service.diarization_available and spec.speakers == "unused":
         parameters.setdefault("diarize", False)  # nothing in this format would show the speakers
     return parameters

@@ -37,7 +37,7 @@ class AudioForm(BaseModel):
     language: Optional[str] = Field(None, description="ISO-639-1 code or English name; omitted: detected.")
     prompt: Optional[str] = Field(None, description="Text that primes vocabulary and style (initial_prompt).")
     response_format: ResponseFormat = Field("json", description="How the transcript comes back.")
-    temperature: float = Field(0.0, ge=0.0, le=1.0, description="Accepted; decoding keeps the backend's own.")
+    temperature: float = Field(0.0, ge=0.0, le=1.0, description="0: greedy, with the fallback schedule; > 0: sampled.")
     timestamp_granularities: list[Literal["word", "segment"]] = Field(
         default_factory=list, validation_alias=AliasChoices("timestamp_granularities[]", "timestamp_granularities"),
         description="verbose_json only: word and/or segment times.")
