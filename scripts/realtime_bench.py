@@ -36,10 +36,11 @@ RATE = 24000
 FRAME = 2400  # 100 ms
 
 
-def pcm16(path: Path) -> np.ndarray:
+def pcm16(path: Path, rate: int = RATE) -> np.ndarray:
+    """A file's audio as int16 mono samples at ``rate`` (tests/realtime_client.py streams it too)."""
     import av
 
-    resampler = av.AudioResampler(format="s16", layout="mono", rate=RATE)
+    resampler = av.AudioResampler(format="s16", layout="mono", rate=rate)
     pieces = []
     with av.open(str(path)) as container:
         for frame in container.decode(audio=0):

@@ -9,22 +9,10 @@ import threading
 import time
 from pathlib import Path
 
-import av
 import numpy as np
 from websockets.sync.client import connect
 
 AUDIO = Path(__file__).resolve().parents[1] / ".." / "shared" / "audio"
-
-
-def pcm16(path: Path, rate: int) -> np.ndarray:
-    """A file's audio as int16 mono samples at ``rate``."""
-    resampler = av.AudioResampler(format="s16", layout="mono", rate=rate)
-    pieces = []
-    with av.open(str(path)) as container:
-        for frame in container.decode(audio=0):
-            pieces += [out.to_ndarray().reshape(-1) for out in resampler.resample(frame)]
-    pieces += [out.to_ndarray().reshape(-1) for out in resampler.resample(None)]
-    return np.concatenate(pieces).astype(np.int16)
 
 
 def silence(seconds: float, rate: int) -> np.ndarray:

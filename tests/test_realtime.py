@@ -20,7 +20,8 @@ import requests
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from scripts.metrics import wer
-from tests.realtime_client import AUDIO, Session, append, pcm16, silence
+from scripts.realtime_bench import pcm16
+from tests.realtime_client import AUDIO, Session, append, silence
 from tests.serving_helpers import live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.realtime.agreement import LocalAgreement

@@ -73,32 +73,33 @@ class BetaSession(_Event):
         return AudioInput(**values)
 
 
-class SessionUpdate(_Event):
-    type: Literal["session.update"]
+class _ClientEvent(_Event):
+    """What every client event may carry: its id, quoted back in an error event about it."""
+
     event_id: Optional[str] = None
+
+
+class SessionUpdate(_ClientEvent):
+    type: Literal["session.update"]
     session: Session
 
 
-class BetaSessionUpdate(_Event):
+class BetaSessionUpdate(_ClientEvent):
     type: Literal["transcription_session.update"]
-    event_id: Optional[str] = None
     session: BetaSession
 
 
-class Append(_Event):
+class Append(_ClientEvent):
     type: Literal["input_audio_buffer.append"]
-    event_id: Optional[str] = None
     audio: str
 
 
-class Commit(_Event):
+class Commit(_ClientEvent):
     type: Literal["input_audio_buffer.commit"]
-    event_id: Optional[str] = None
 
 
-class Clear(_Event):
+class Clear(_ClientEvent):
     type: Literal["input_audio_buffer.clear"]
-    event_id: Optional[str] = None
 
 
 ClientEvent = Union[SessionUpdate, BetaSessionUpdate, Append, Commit, Clear]
