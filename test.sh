@@ -3,4 +3,5 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh
+bash scripts/setup_browser.sh  # Chromium for the web page's tests
 HF_HUB_OFFLINE=1 exec .venv/bin/python -m pytest -q --durations=15 "$@"

@@ -20,16 +20,15 @@ import base64
 import json
 import os
 import statistics
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
-import uvicorn
 import websockets
 
-from scripts.metrics import cer, wer
 from scripts.load_test import percentile
+from scripts.loopback import serve
+from scripts.metrics import cer, wer
 
 AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"
 RATE = 24000
@@ -56,13 +55,8 @@ def start_server(model: str) -> tuple[str, object]:
     from whisper_endpoint.serving.settings import ServerSettings
 
     handler = EndpointHandler(settings=ModelSettings(asr_model=model))
-    server = uvicorn.Server(uvicorn.Config(create_app(ServerSettings(realtime_max_sessions=64), handler=handler),
-                                           host="127.0.0.1", port=0, log_level="warning"))
-    threading.Thread(target=server.run, daemon=True).start()
-    while not server.started:
-        time.sleep(0.05)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    return f"ws://127.0.0.1:{port}/v1/realtime?intent=transcription", handler
+    url = serve(create_app(ServerSettings(realtime_max_sessions=64), handler=handler))
+    return url.replace("http://", "ws://") + "/v1/realtime?intent=transcription", handler
 
 
 async def session(url: str, pieces: list[np.ndarray], pause: float, language: str) -> dict:

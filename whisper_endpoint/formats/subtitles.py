@@ -12,7 +12,9 @@ def cues(result: dict) -> list[Cue]:
     if result.get("speakers"):
         lines = [(item["timestamp"], item["text"], item["speaker"]) for item in result["speakers"]]
     else:
-        lines = [(chunk["timestamp"], chunk["text"], None) for chunk in result["chunks"]]
+        # Word chunks come with the segments beside them (``return_confidence``): a cue is a segment.
+        segments = result["segments"] if "segments" in result else result["chunks"]
+        lines = [(chunk["timestamp"], chunk["text"], None) for chunk in segments]
     out = []
     for (start, end), text, speaker in lines:
         if text.strip():

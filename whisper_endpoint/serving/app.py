@@ -5,7 +5,8 @@ Routes: ``POST /`` and ``/predict`` (toolkit payloads), ``GET /health``, ``GET /
 ``GET /ping`` and ``POST /invocations`` (SageMaker), ``POST /v1/audio/transcriptions``,
 ``/v1/audio/translations`` and ``GET /v1/models`` (OpenAI), ``POST /jobs``, ``GET``/``DELETE /jobs/{id}``
 (async jobs, docs/batch_and_jobs.md), ``GET /v1/realtime`` (a WebSocket: live transcription) and
-``POST /v1/realtime/client_secrets``. docs/serving.md has the details.
+``POST /v1/realtime/client_secrets``, ``POST /formats/{name}`` (a transcript as txt, srt, vtt or tsv) and
+the web page (``GET /ui``, ``GET /`` redirects there). docs/serving.md has the details.
 """
 
 from __future__ import annotations
@@ -18,7 +19,17 @@ from fastapi import FastAPI
 from starlette.responses import Response
 
 from whisper_endpoint.jobs import Jobs, JobSettings
-from whisper_endpoint.serving import auth, error_handlers, jobs_api, openai_api, realtime, redaction, toolkit
+from whisper_endpoint.serving import (
+    auth,
+    error_handlers,
+    formats_api,
+    jobs_api,
+    openai_api,
+    realtime,
+    redaction,
+    toolkit,
+    ui,
+)
 from whisper_endpoint.serving.metrics import CONTENT_TYPE, ResponseCounter
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import Handler, InferenceService
@@ -81,8 +92,12 @@ def create_app(
     app.include_router(openai_api.router(service), dependencies=protected)
     if jobs is not None:
         app.include_router(jobs_api.router(service, jobs), dependencies=protected)
+    app.include_router(formats_api.router(service), dependencies=protected)
     if settings.realtime_max_sessions:  # the WebSocket checks keys itself: it also takes them as a subprotocol
         app.include_router(realtime.router(service, app.state.api_keys, protected))
+    if settings.ui_enabled:  # the page asks for the key itself; what it calls is guarded as above
+        ui.install(app, service, jobs_max_body_bytes=job_settings.max_body_bytes if jobs else None,
+                   auth_required=bool(app.state.api_keys))
 
     @app.get("/metrics", summary="Queue depth, in-flight requests and totals (Prometheus text format)")
     async def metrics() -> Response:

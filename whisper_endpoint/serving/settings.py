@@ -93,6 +93,12 @@ class ServerSettings(BaseSettings):
     realtime_client_secret_ttl_s: int = Field(
         600, ge=10, le=7200, description="Default lifetime of a client secret (POST /v1/realtime/client_secrets)."
     )
+    # The web page (GET /ui; serving/ui.py).
+    ui_enabled: bool = Field(True, description="Serve the web page at /ui (and redirect GET / there).")
+    ui_jobs_after_s: float = Field(
+        60.0, ge=0, description="The page sends files longer than this through the jobs API (progress that "
+        "survives a reload) when jobs are on; shorter ones to POST /predict. 0: every file as a job.",
+    )
     # Secrets: never printed (SecretStr); comma-separated in the environment (API_KEYS=key1,key2).
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,

@@ -1,0 +1,185 @@
+// Live transcription from the microphone: PCM16 at 16 kHz streamed to this server's Realtime session
+// (GET /v1/realtime, OpenAI's transcription events), the utterances reported as they are transcribed,
+// and the recording kept as a WAV file for the file pipeline (diarization) afterwards.
+
+import { ApiError, apiKey, postJSON } from "./api.js";
+
+const RATE = 16000;
+const KEY_PROTOCOL = "openai-insecure-api-key.";
+const FINISH_TIMEOUT_MS = 20000; // how long stop() waits for the last utterances' transcripts
+
+function base64(int16) {
+  const bytes = new Uint8Array(int16.buffer, int16.byteOffset, int16.byteLength);
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+
+function pcm16(floats) {
+  const out = new Int16Array(floats.length);
+  for (let i = 0; i < floats.length; i++) {
+    const s = Math.max(-1, Math.min(1, floats[i]));
+    out[i] = s < 0 ? s * 0x8000 : s * 0x7fff;
+  }
+  return out;
+}
+
+/** A mono PCM16 WAV file of the blocks. */
+export function wavFile(blocks, rate = RATE) {
+  const samples = blocks.reduce((n, block) => n + block.length, 0);
+  const header = new DataView(new ArrayBuffer(44));
+  const text = (offset, value) => [...value].forEach((c, i) => header.setUint8(offset + i, c.charCodeAt(0)));
+  text(0, "RIFF");
+  header.setUint32(4, 36 + samples * 2, true);
+  text(8, "WAVEfmt ");
+  header.setUint32(16, 16, true); // fmt chunk size
+  header.setUint16(20, 1, true); // PCM
+  header.setUint16(22, 1, true); // mono
+  header.setUint32(24, rate, true);
+  header.setUint32(28, rate * 2, true); // bytes per second
+  header.setUint16(32, 2, true); // bytes per frame
+  header.setUint16(34, 16, true); // bits per sample
+  text(36, "data");
+  header.setUint32(40, samples * 2, true);
+  return new File([header, ...blocks], "recording.wav", { type: "audio/wav" });
+}
+
+async function microphone() {
+  if (!window.isSecureContext || !navigator.mediaDevices?.getUserMedia) {
+    throw new ApiError(0, "Recording needs a secure page: open it over HTTPS or on localhost.");
+  }
+  try {
+    return await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1 } });
+  } catch (error) {
+    const sentence = error.name === "NotFoundError"
+      ? "No microphone was found."
+      : "The browser did not allow the microphone: allow it for this page, then press Record again.";
+    throw new ApiError(0, sentence);
+  }
+}
+
+async function protocols() {
+  // A browser cannot set an Authorization header on a WebSocket: with a key, the page asks for a
+  // short-lived client secret and offers it as a subprotocol (OpenAI's way).
+  if (!apiKey.get()) return ["realtime"];
+  const { body } = await postJSON("/v1/realtime/client_secrets", { expires_after: { anchor: "created_at", seconds: 60 } });
+  return ["realtime", KEY_PROTOCOL + body.value];
+}
+
+function connect(offered) {
+  const scheme = location.protocol === "https:" ? "wss" : "ws";
+  const socket = new WebSocket(`${scheme}://${location.host}/v1/realtime?intent=transcription`, offered);
+  return new Promise((resolve, reject) => {
+    socket.onopen = () => resolve(socket);
+    socket.onerror = () => reject(new ApiError(0, "The live session could not start: the server refused it " +
+      "(too many live sessions, still loading, or the key was not accepted). Try again shortly."));
+  });
+}
+
+/**
+ * One recording. `onUtterance(id, {text, final, failed})` for each utterance as it changes;
+ * `onError(sentence)` for errors the session reports.
+ */
+export class LiveSession {
+  constructor({ language = null, onUtterance, onError }) {
+    this.language = language;
+    this.onUtterance = onUtterance;
+    this.onError = onError;
+    this.blocks = [];
+    this.utterances = new Map(); // item id -> {text, final, failed}
+    this.speaking = false;
+  }
+
+  async start() {
+    this.stream = await microphone();
+    try {
+      this.socket = await connect(await protocols());
+    } catch (error) {
+      this.stream.getTracks().forEach((track) => track.stop());
+      throw error;
+    }
+    this.socket.onmessage = (message) => this.receive(JSON.parse(message.data));
+    this.socket.onclose = (event) => {
+      if (!this.stopping) this.onError(`The live session ended: ${event.reason || "the connection closed"}.`);
+    };
+    const transcription = this.language ? { language: this.language } : {};
+    this.send({ type: "session.update", session: { type: "transcription", audio: { input: {
+      format: { type: "audio/pcm", rate: RATE }, transcription, turn_detection: { type: "server_vad" } } } } });
+    this.context = new AudioContext({ sampleRate: RATE });
+    await this.context.audioWorklet.addModule("/ui/static/pcm-worklet.js");
+    this.node = new AudioWorkletNode(this.context, "pcm-capture");
+    this.node.port.onmessage = (event) => this.append(event.data);
+    this.context.createMediaStreamSource(this.stream).connect(this.node);
+    this.node.connect(this.context.destination); // silent output: keeps the node processing
+  }
+
+  send(event) {
+    if (this.socket?.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(event));
+  }
+
+  append(floats) {
+    if (!floats.length) return;
+    const block = pcm16(floats);
+    this.blocks.push(block);
+    this.send({ type: "input_audio_buffer.append", audio: base64(block) });
+  }
+
+  update(id, change) {
+    const utterance = { text: "", final: false, failed: false, ...this.utterances.get(id), ...change };
+    this.utterances.set(id, utterance);
+    this.onUtterance(id, utterance);
+    if (this.pendingDone && this.allFinal()) this.pendingDone();
+  }
+
+  receive(event) {
+    switch (event.type) {
+      case "input_audio_buffer.speech_started":
+        this.speaking = true;
+        this.update(event.item_id, {});
+        break;
+      case "input_audio_buffer.committed":
+        this.speaking = false;
+        this.update(event.item_id, {});
+        break;
+      case "conversation.item.input_audio_transcription.delta":
+        this.update(event.item_id, { text: (this.utterances.get(event.item_id)?.text || "") + event.delta });
+        break;
+      case "conversation.item.input_audio_transcription.completed":
+        this.update(event.item_id, { text: event.transcript, final: true });
+        break;
+      case "conversation.item.input_audio_transcription.failed":
+        this.update(event.item_id, { final: true, failed: true });
+        this.onError(`An utterance could not be transcribed: ${event.error?.message || "unknown error"}.`);
+        break;
+      case "error":
+        // A commit with nothing left to commit is expected when the speaker stops in a pause.
+        if (event.error?.code !== "input_audio_buffer_commit_empty") this.onError(event.error?.message || "error");
+        break;
+      default:
+    }
+  }
+
+  allFinal() {
+    return [...this.utterances.values()].every((utterance) => utterance.final);
+  }
+
+  /** Stop recording, wait for the last transcripts, close the session: the recording as a WAV file. */
+  async stop() {
+    this.stopping = true;
+    if (this.node) {
+      this.node.port.postMessage("flush");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    this.stream?.getTracks().forEach((track) => track.stop());
+    await this.context?.close();
+    if (this.speaking) this.send({ type: "input_audio_buffer.commit" });
+    if (this.utterances.size && !this.allFinal()) {
+      await new Promise((resolve) => {
+        this.pendingDone = resolve;
+        setTimeout(resolve, FINISH_TIMEOUT_MS);
+      });
+    }
+    this.socket?.close(1000);
+    return wavFile(this.blocks);
+  }
+}
