@@ -86,6 +86,19 @@ def test_a_job_past_its_deadline_fails_with_the_reason_and_the_next_one_runs(tin
     assert re.search(rf"after 0 of ({WINDOWS}|0) windows", failed["error"]["error"]) and held.windows_done(0) == 0
 
 
+def test_deleting_a_running_job_stops_its_decode_and_the_next_one_runs(tiny_handler, clip, long_audio, tmp_path):
+    held = HeldHandler(tiny_handler)  # held at its first window until its context is stopped
+    jobs = JobSettings(db=tmp_path / "jobs.sqlite", poll_s=0.1)
+    with live_server(create_app(ServerSettings(), handler=held, job_settings=jobs)) as server:
+        deleted = requests.post(f"{server.url}/jobs", params=LONG, data=long_audio).json()["id"]
+        after = requests.post(f"{server.url}/jobs", data=clip).json()["id"]
+        assert held.held.wait(60)
+        assert requests.delete(f"{server.url}/jobs/{deleted}", timeout=10).status_code == 204
+        assert _finished(server.url, after)["result"]["text"] == TEXT  # the worker was freed
+        assert requests.get(f"{server.url}/jobs/{deleted}", timeout=10).status_code == 404
+    assert held.contexts[0].stop_reason is not None and held.windows_done(0) == 1  # stopped where it was held
+
+
 def test_progress_counts_the_windows_then_the_diarizing_stage(diarizing_handler):
     """The hook behind GET /jobs/{id}'s progress: every window in order, segments final and in time
     order at each report, then the diarizing stage (8 s in 4 s windows, one per batch)."""

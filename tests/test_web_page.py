@@ -111,6 +111,10 @@ def small_server(diarizing_handler):
         yield server
 
 
+def _position(page) -> float:
+    return page.get_by_test_id("player").evaluate("player => player.currentTime")
+
+
 def _words(page) -> str:
     return " ".join(page.get_by_test_id("transcript").locator(".word").all_inner_texts())
 
@@ -186,6 +190,9 @@ def test_a_meeting_upload_follows_its_job_shows_three_speakers_and_survives_a_re
     saved = json.loads(Path(download.value.path()).read_text())
     assert {turn["speaker"] for turn in saved["speakers"]} == {"Ann", "SPEAKER_01", "SPEAKER_02"}
 
+    page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than the screen
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+
     words = _words(page)
     page.reload()  # the job's result again, from the id in the URL
     expect(page.get_by_test_id("transcript")).to_contain_text("quarterly")
@@ -218,8 +225,12 @@ def test_a_recording_with_an_api_key_streams_live_text_then_transcribes_and_seek
     start = float(word.get_attribute("data-start"))
     assert start > 0.5  # the recording starts with the microphone's silence
     word.click()
-    assert page.get_by_test_id("player").evaluate("player => player.currentTime") == pytest.approx(start, abs=0.05)
+    assert _position(page) == pytest.approx(start, abs=0.05)
     expect(word).to_have_class(re.compile(r"\bcurrent\b"))
+    turn = page.get_by_test_id("transcript").locator(".seek").first  # the keyboard's way: a turn's time
+    turn.focus()
+    page.keyboard.press("Enter")
+    assert _position(page) == pytest.approx(float(turn.get_attribute("data-start")), abs=0.05)
 
 
 def test_errors_are_sentences(web, small_server, tmp_path):

@@ -23,7 +23,7 @@ import anyio
 from whisper_endpoint.adapters.errors import InternalError
 from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.adapters.payloads import toolkit_payload
-from whisper_endpoint.decode_context import SHUTDOWN, DecodeContext, DecodeStopped
+from whisper_endpoint.decode_context import DISCONNECTED, SHUTDOWN, DecodeContext, DecodeStopped
 from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings
@@ -93,6 +93,13 @@ class Jobs:
 
     def submitted(self) -> None:
         self._wake.set()
+
+    def cancel(self, job_id: str) -> None:
+        """A deleted job that is running stops at its next window (its outcome has nowhere to go);
+        its worker then takes the next job."""
+        context = self.running.get(job_id)
+        if context is not None:
+            context.cancel(DISCONNECTED)  # the job's owner is gone from it, as a client that disconnects
 
     def progress(self, job_id: str) -> dict | None:
         """A running job's progress: ``stage`` (queued, decoding, diarizing), ``windows_done``, ``windows_total``."""

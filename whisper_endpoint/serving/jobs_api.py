@@ -1,5 +1,5 @@
 """Async jobs over HTTP: ``POST /jobs`` (202 + id), ``GET /jobs/{id}`` (status, then the result),
-``DELETE /jobs/{id}``.
+``DELETE /jobs/{id}`` (a running job's decode stops at its next window).
 
 The body is what ``POST /predict`` takes (the audio file, or the JSON payload), parameters in the
 query string; ``callback_url`` (query) or ``X-Callback-Url`` (header) asks for a POST of the outcome
@@ -79,6 +79,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         job = await anyio.to_thread.run_sync(jobs.store.delete, job_id)
         if job is None:
             raise _not_found(job_id)
+        jobs.cancel(job_id)  # running: its decode stops at the next window
         await anyio.to_thread.run_sync(lambda: Path(job.input_path).unlink(missing_ok=True))
         return Response(status_code=204)
 

@@ -2,7 +2,7 @@
 
 const SVG = "http://www.w3.org/2000/svg";
 const ROW = 22;
-const LABEL = 120; // width of the names' column, in pixels
+const LABEL = 120; // the names' column, in pixels (at most a fifth of a phone's width)
 
 function element(name, attributes, parent) {
   const node = document.createElementNS(SVG, name);
@@ -23,10 +23,11 @@ export function clock(seconds) {
  */
 export function drawTimeline(svg, { blocks, speakers, duration, names, colours, onSeek }) {
   svg.replaceChildren();
-  const width = Math.max(320, svg.clientWidth || svg.parentElement?.clientWidth || 800);
+  const width = Math.max(280, svg.clientWidth || svg.parentElement?.clientWidth || 800);
+  const label = Math.min(LABEL, Math.round(width / 5));
   const height = speakers.length * ROW + 18;
   const length = Math.max(duration || 0, ...blocks.map((block) => block.end), 0.001);
-  const x = (seconds) => LABEL + (seconds / length) * (width - LABEL - 8);
+  const x = (seconds) => label + (seconds / length) * (width - label - 8);
   svg.setAttribute("viewBox", `0 0 ${width} ${height}`);
   svg.setAttribute("height", String(height));
   speakers.forEach((label, row) => {
@@ -46,11 +47,11 @@ export function drawTimeline(svg, { blocks, speakers, duration, names, colours, 
     const tick = element("text", { x: x(seconds), y: axis, class: "timeline-tick" }, svg);
     tick.textContent = clock(seconds);
   }
-  const playhead = element("line", { x1: LABEL, x2: LABEL, y1: 0, y2: speakers.length * ROW, class: "playhead" }, svg);
+  const playhead = element("line", { x1: label, x2: label, y1: 0, y2: speakers.length * ROW, class: "playhead" }, svg);
   svg.onclick = (event) => {
     const box = svg.getBoundingClientRect();
     const px = ((event.clientX - box.left) / box.width) * width;
-    if (px >= LABEL) onSeek(((px - LABEL) / (width - LABEL - 8)) * length);
+    if (px >= label) onSeek(((px - label) / (width - label - 8)) * length);
   };
   return {
     setTime(seconds) {
