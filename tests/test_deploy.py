@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import fnmatch
 import json
 import os
 import subprocess
@@ -197,4 +198,9 @@ def test_dockerfile_uses_the_setup_script_and_serves_on_8080():
     assert 'ENTRYPOINT [".venv/bin/whisper-endpoint"]' in instructions  # + CMD serve: SageMaker's `docker run IMAGE serve`
     assert 'CMD ["serve"]' in instructions
     assert any("/health" in line for line in lines if "urlopen" in line)
-    assert ".venv" in (ROOT / ".dockerignore").read_text().split()
+    ignored = (ROOT / ".dockerignore").read_text().split()
+    assert ".venv" in ignored
+    # The image serves the web page: its files reach the image (no pattern matches them or a folder above).
+    page = "whisper_endpoint/static/ui/index.html"
+    prefixes = [page.rsplit("/", depth)[0] for depth in range(page.count("/") + 1)]
+    assert not [p for p in ignored for path in prefixes if fnmatch.fnmatch(path, p.removeprefix("**/"))]

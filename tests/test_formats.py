@@ -49,6 +49,16 @@ def test_srt_and_vtt_label_speaker_runs():
     assert render(PLAIN, "srt").body.splitlines()[2] == "Hello there."
 
 
+def test_word_chunks_with_their_segments_beside_them_give_segment_cues():
+    """The web page asks for words and confidence: its subtitles are the segments, as when asked for segments."""
+    words = {**PLAIN, "chunks": [{"text": " Hello", "timestamp": [0.0, 0.5], "probability": 0.9},
+                                 {"text": " there.", "timestamp": [0.5, 1.25], "probability": 0.8},
+                                 {"text": " General\tKenobi.", "timestamp": [1.5, 3.5], "probability": 0.7}],
+             "segments": PLAIN["chunks"]}
+    for name in ("srt", "vtt", "txt", "tsv"):
+        assert render(words, name).body == render(PLAIN, name).body
+
+
 def test_openai_bodies():
     assert render(PLAIN, "json").body == {"text": PLAIN["text"], "usage": {"type": "duration", "seconds": 3.5}}
     assert render(PLAIN, "json", Context(task="translate")).body == {"text": PLAIN["text"]}

@@ -176,3 +176,44 @@ def test_any_payload_parses_or_raises_a_documented_client_error(inputs, paramete
         return
     samples = request.audio.samples
     assert len(samples) > 0 and samples.dtype.name == "float32" and request.audio.duration <= 5.0
+
+
+# --- the web page's downloads (POST /formats/{name}) -------------------------------------------------
+
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=8), children, max_size=3),
+    max_leaves=8)
+_TIME = (st.sampled_from([None, math.nan, math.inf, -math.inf, -1.0, 0.0, 1e15]) | st.floats()
+         | st.integers(-10**20, 10**20) | st.text(max_size=3))
+# Mostly the handler's shape with odd values in it (NaN, negative or huge times, blank names), sometimes junk.
+_PAIR = st.lists(_TIME, min_size=2, max_size=2)
+_CHUNK = st.fixed_dictionaries({"text": st.text(max_size=30), "timestamp": _PAIR},
+                               optional={"speaker": st.text(max_size=12) | st.none()})
+_TURN = st.fixed_dictionaries({"speaker": st.text(max_size=12), "text": st.text(max_size=30), "timestamp": _PAIR},
+                              optional={"words": _JSON_VALUES})
+_JUNK = st.dictionaries(st.sampled_from(["text", "timestamp", "speaker"]), _JSON_VALUES, max_size=3)
+_TRANSCRIPTS = st.fixed_dictionaries({"text": st.text(max_size=30)}, optional={
+    "chunks": st.lists(st.one_of(_CHUNK, _CHUNK, _CHUNK, _JUNK), max_size=4),
+    "speakers": st.lists(st.one_of(_TURN, _TURN, _TURN, _JUNK), max_size=3),
+    "segments": st.lists(_CHUNK, max_size=3) | st.none(),
+    "extra": _JSON_VALUES})
+
+
+@FAST
+@given(_TRANSCRIPTS, st.sampled_from(["txt", "srt", "vtt", "tsv"]))
+def test_any_body_of_the_formats_route_renders_or_is_rejected_by_its_schema(body, name):
+    from pydantic import ValidationError
+
+    from whisper_endpoint import formats
+    from whisper_endpoint.serving.formats_api import Transcript
+
+    try:
+        transcript = Transcript.model_validate(body)
+    except ValidationError:
+        return  # the route's 422, naming the field
+    rendered = formats.render(transcript.model_dump(exclude_none=True), name).body
+    assert isinstance(rendered, str)
+    if name in ("srt", "vtt", "tsv"):  # a speaker's name never breaks a cue or a row
+        assert all("\n" not in speaker for speaker in (t.speaker for t in transcript.speakers))
+

@@ -137,6 +137,13 @@ def test_the_page_opens_without_a_key_and_names_no_other_host(keyed_server):
     assert requests.post(keyed_server.url + "/formats/srt", json={}, timeout=10).status_code == 401
 
 
+def test_ui_enabled_false_serves_no_page(diarizing_handler):
+    app = create_app(ServerSettings(ui_enabled=False), diarizing_handler, job_settings=JobSettings(enabled=False))
+    with live_server(app) as server:
+        assert requests.get(server.url + "/ui", timeout=10).status_code == 404
+        assert requests.get(server.url + "/", timeout=10).status_code == 405  # POST / only, as before the page
+
+
 def test_formats_route_renders_what_the_api_renders(keyed_server):
     result = {"text": "Hi. Yes.", "chunks": [], "speakers": [
         {"speaker": "Ann Lee", "text": "Hi.", "timestamp": [0.0, 1.2]},
@@ -153,6 +160,10 @@ def test_formats_route_renders_what_the_api_renders(keyed_server):
     assert requests.post(keyed_server.url + "/formats/srt", json=newline, headers=auth, timeout=10).status_code == 422
     unknown = requests.post(keyed_server.url + "/formats/docx", json=result, headers=auth, timeout=10)
     assert unknown.status_code == 422 and "srt" in unknown.json()["error"]
+    for body in (b'{"chunks": [{"text": "a", "timestamp": [NaN, 1]}]}', b"[1, 2]", b"{not json"):
+        reply = requests.post(keyed_server.url + "/formats/srt", data=body, timeout=10,
+                              headers={**auth, "Content-Type": "application/json"})
+        assert reply.status_code == 422, (body, reply.text)
 
 
 def test_a_meeting_upload_follows_its_job_shows_three_speakers_and_survives_a_reload(web, open_server, tmp_path):

@@ -22,7 +22,8 @@ from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.service import InferenceService
 
 DOWNLOADS = ("txt", "srt", "vtt", "tsv")
-Time = Optional[float]
+# Seconds into the audio: JSON may carry NaN, Infinity or 1e308, which no subtitle clock can show.
+Time = Optional[Annotated[float, Field(ge=0, le=1e7, allow_inf_nan=False)]]
 
 
 def _one_line(name: str) -> str:
