@@ -125,6 +125,9 @@ def test_the_page_opens_without_a_key_and_names_no_other_host(keyed_server):
     page = requests.get(keyed_server.url + "/ui", timeout=10)
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "default-src 'self'" in page.headers["content-security-policy"]
+    ids = set(re.findall(r'data-testid="([\w-]+)"', page.text))
+    assert {"audio-file", "language", "diarize", "submit", "record", "stop", "live-transcript", "transcript",
+            "speaker-timeline", "player", "download-srt", "download-vtt", "download-json", "error", "progress"} <= ids
     config = requests.get(keyed_server.url + "/ui/config.json", timeout=10).json()
     assert config["auth_required"] is True and config["diarization"] is True and config["jobs"] is False
     for path in STATIC.iterdir():  # every file is served, and none names another host
@@ -256,3 +259,20 @@ def test_errors_are_sentences(web, small_server, tmp_path):
     page.get_by_test_id("submit").click()
     expect(page.get_by_test_id("error")).to_contain_text("This file is too long or too large for this server.")
     expect(page.get_by_test_id("result")).to_be_hidden()
+    # The statuses no request of this server gives here, through the page's own module.
+    sentences = page.evaluate("""async () => {
+        const { describeError } = await import("/ui/static/api.js");
+        return {
+            busy: describeError(429, {error: {message: "queue full"}}, "7").message,
+            key: describeError(401, {error: "missing or invalid API key"}).message,
+            loading: describeError(503, {error: "loading", code: "loading"}, "5").message,
+            late: describeError(504, {error: "the request passed its deadline of 5 s"}).message,
+        };
+    }""")
+    assert sentences == {
+        "busy": "The server is busy with other requests. Try again in 7 seconds.",
+        "key": "This server needs an API key. Enter a valid key to continue.",
+        "loading": "The server is still starting (loading its model). Try again in 5 seconds.",
+        "late": "The transcription took longer than this server allows for one request. "
+                "(the request passed its deadline of 5 s)",
+    }
