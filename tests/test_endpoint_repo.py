@@ -49,7 +49,9 @@ def test_the_repository_holds_code_requirements_and_models_and_nothing_else(endp
     files = files_of(endpoint_repo)
     assert {name for name in files if "/" not in name} == ROOT_FILES
     assert {name.split("/")[0] for name in files} == ROOT_FILES | {"whisper_endpoint", "models"}
-    package = {str(p.relative_to(ROOT)) for p in (ROOT / "whisper_endpoint").rglob("*.py")}
+    # The package as installed: its modules and its data (the web page's files).
+    package = {str(p.relative_to(ROOT)) for p in (ROOT / "whisper_endpoint").rglob("*")
+               if p.is_file() and (p.suffix == ".py" or "static" in p.parts)}
     assert {name for name in files if name.startswith("whisper_endpoint/")} == package
     models = {name for name in files if name.startswith("models/")}
     assert models == {
