@@ -201,6 +201,6 @@ def test_dockerfile_uses_the_setup_script_and_serves_on_8080():
     ignored = (ROOT / ".dockerignore").read_text().split()
     assert ".venv" in ignored
     # The image serves the web page: its files reach the image (no pattern matches them or a folder above).
-    page = "whisper_endpoint/static/ui/index.html"
+    page = "whisper_endpoint/static/ui/app.js"
     prefixes = [page.rsplit("/", depth)[0] for depth in range(page.count("/") + 1)]
     assert not [p for p in ignored for path in prefixes if fnmatch.fnmatch(path, p.removeprefix("**/"))]

@@ -36,8 +36,10 @@ def installed(tmp_path_factory) -> Path:
     assert build.returncode == 0, build.stderr[-3000:]
     assert (venv_site / "whisper_endpoint" / "handler.py").is_file()
     # The web page's files are package data: every one of them is installed.
-    page = ROOT / "whisper_endpoint" / "static" / "ui"
-    assert {p.name for p in page.iterdir()} == {p.name for p in (venv_site / "whisper_endpoint" / "static" / "ui").iterdir()}
+    data = ROOT / "whisper_endpoint" / "static"
+    assert {str(p.relative_to(data)) for p in data.rglob("*.*")} == {
+        str(p.relative_to(venv_site / "whisper_endpoint" / "static"))
+        for p in (venv_site / "whisper_endpoint" / "static").rglob("*.*")}
     return venv
 
 

@@ -122,7 +122,7 @@ def test_inference_py_through_the_sagemaker_toolkit(clip, tmp_path):
         names = tar.getnames()
         tar.extractall(model_dir, filter="data")
     assert {"code/inference.py", "code/requirements.txt", "code/requirements-runtime.txt", "code/handler.py",
-            "code/config.py", "code/whisper_endpoint/static/ui/index.html", "code/whisper_endpoint/static/ui/app.js"} <= set(names)
+            "code/config.py", "code/whisper_endpoint/static/index.html", "code/whisper_endpoint/static/ui/app.js"} <= set(names)
 
     words = json.dumps({"inputs": base64.b64encode(clip).decode(), "parameters": {"return_timestamps": "word"}})
     cases = [  # request, status, check

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ from whisper_endpoint.serving.settings import ServerSettings
 
 KEY = "web-page-test-key-0123456789"
 MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"  # 36 s, 3 speakers: over the open server's 30 s
-STATIC = Path(__file__).resolve().parents[1] / "whisper_endpoint" / "static" / "ui"
+STATIC = Path(__file__).resolve().parents[1] / "whisper_endpoint" / "static"  # index.html, and ui/: its modules
 
 
 @pytest.fixture(scope="module")
@@ -127,14 +128,19 @@ def test_the_page_opens_without_a_key_and_names_no_other_host(keyed_server):
     assert "default-src 'self'" in page.headers["content-security-policy"]
     ids = set(re.findall(r'data-testid="([\w-]+)"', page.text))
     assert {"audio-file", "language", "diarize", "submit", "record", "stop", "live-transcript", "transcript",
-            "speaker-timeline", "player", "download-srt", "download-vtt", "download-json", "error", "progress"} <= ids
+            "speaker-timeline", "player", "error", "progress"} <= ids  # and download-NAME, one per format:
     config = requests.get(keyed_server.url + "/ui/config.json", timeout=10).json()
     assert config["auth_required"] is True and config["diarization"] is True and config["jobs"] is False
-    for path in STATIC.iterdir():  # every file is served, and none names another host
-        served = requests.get(f"{keyed_server.url}/ui/static/{path.name}", timeout=10)
-        assert served.status_code == 200 and served.content == path.read_bytes()
+    assert config["downloads"] == ["txt", "srt", "vtt", "tsv"]  # the page adds json
+    assert page.content == (STATIC / "index.html").read_bytes()
+    for path in [STATIC / "index.html", *(STATIC / "ui").iterdir()]:  # every file is served; none names another host
+        if path.parent.name == "ui":
+            served = requests.get(f"{keyed_server.url}/ui/static/{path.name}", timeout=10)
+            assert served.status_code == 200 and served.content == path.read_bytes()
+            assert served.headers["cache-control"] == "no-cache"  # an upgraded server never runs old modules
         hosts = set(re.findall(r"\b(?:https?|wss?)://[^\s\"'`]+", path.read_text())) - {"http://www.w3.org/2000/svg"}
         assert hosts == set(), (path.name, hosts)
+    assert requests.get(keyed_server.url + "/ui/static/index.html", timeout=10).status_code == 404  # CSP: /ui only
     # The routes the page calls are guarded as before: POST / is still the toolkit's.
     assert requests.post(keyed_server.url + "/", data=b"x", timeout=10).status_code == 401
     assert requests.post(keyed_server.url + "/formats/srt", json={}, timeout=10).status_code == 401
@@ -163,6 +169,9 @@ def test_formats_route_renders_what_the_api_renders(keyed_server):
     assert requests.post(keyed_server.url + "/formats/srt", json=newline, headers=auth, timeout=10).status_code == 422
     unknown = requests.post(keyed_server.url + "/formats/docx", json=result, headers=auth, timeout=10)
     assert unknown.status_code == 422 and "srt" in unknown.json()["error"]
+    many = requests.post(keyed_server.url + "/formats/srt", json={"chunks": [{"text": 1}] * 2000}, headers=auth,
+                         timeout=10)
+    assert many.status_code == 422 and len(many.json()["error"]) < 2000 and "more" in many.json()["error"]
     for body in (b'{"chunks": [{"text": "a", "timestamp": [NaN, 1]}]}', b"[1, 2]", b"{not json"):
         reply = requests.post(keyed_server.url + "/formats/srt", data=body, timeout=10,
                               headers={**auth, "Content-Type": "application/json"})
@@ -187,6 +196,8 @@ def test_a_meeting_upload_follows_its_job_shows_three_speakers_and_survives_a_re
     expect(timeline.locator("g[data-speaker]")).to_have_count(3)
     assert all(row.locator("rect").count() >= 1 for row in timeline.locator("g[data-speaker]").all())
     expect(page.get_by_test_id("player")).to_be_visible()
+    for name in ("txt", "srt", "vtt", "tsv", "json"):
+        expect(page.get_by_test_id(f"download-{name}")).to_be_visible()
 
     # Renamed speakers in the downloads: the API's own srt with the new name.
     names.first.fill("Ann")
@@ -214,6 +225,20 @@ def test_a_meeting_upload_follows_its_job_shows_three_speakers_and_survives_a_re
     expect(page.get_by_test_id("player")).to_be_hidden()  # the audio stayed in the tab that sent it
 
 
+def test_cancel_deletes_the_job_and_stops_its_decode(web, open_server):
+    page = web(open_server).open()
+    page.get_by_test_id("audio-file").set_input_files(str(MEETING))
+    page.get_by_test_id("submit").click()
+    expect(page).to_have_url(re.compile(r"/ui\?job=\w+"))
+    job = page.url.split("job=")[1]
+    page.get_by_test_id("cancel").click()
+    expect(page.get_by_test_id("progress")).to_be_hidden()
+    expect(page).to_have_url(open_server.url + "/ui")
+    assert requests.get(f"{open_server.url}/jobs/{job}", timeout=10).status_code == 404
+    expect(page.get_by_test_id("error")).to_be_hidden()
+    expect(page.get_by_test_id("submit")).to_be_enabled()
+
+
 def test_a_recording_with_an_api_key_streams_live_text_then_transcribes_and_seeks(web, keyed_server):
     session = web(keyed_server)
     page = session.page
@@ -229,8 +254,11 @@ def test_a_recording_with_an_api_key_streams_live_text_then_transcribes_and_seek
     page.get_by_test_id("record").click()  # through a client secret: a WebSocket carries no Authorization header
     expect(page.get_by_test_id("live-transcript")).to_contain_text(
         re.compile(r"circuits are busy", re.IGNORECASE), timeout=30_000)
+    stopped = time.monotonic()
     page.get_by_test_id("stop").click()
     expect(page.get_by_test_id("transcribe-recording")).to_be_visible(timeout=30_000)
+    assert time.monotonic() - stopped < 15  # the last transcript came: stop did not wait out its 20 s
+    expect(page.get_by_test_id("live-transcript").locator(".pending")).to_have_count(0)
     assert wer([TEXT], [page.get_by_test_id("live-transcript").locator("p").first.inner_text()]) < 0.25
 
     page.get_by_test_id("transcribe-recording").click()

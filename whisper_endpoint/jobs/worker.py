@@ -136,6 +136,8 @@ class Jobs:
         context = DecodeContext(timeout_s=self.settings.timeout_s or None, timeout_setting="JOBS_TIMEOUT_S")
         self.running[job.id] = context
         try:
+            if await anyio.to_thread.run_sync(self.store.get, job.id) is None:
+                return  # deleted after its claim, before DELETE could find it running
             outcome = await self._outcome(job, context)
         except asyncio.CancelledError:  # the worker itself was cancelled: the job is not lost
             context.cancel(SHUTDOWN)

@@ -96,8 +96,7 @@ def create_app(
     if settings.realtime_max_sessions:  # the WebSocket checks keys itself: it also takes them as a subprotocol
         app.include_router(realtime.router(service, app.state.api_keys, protected))
     if settings.ui_enabled:  # the page asks for the key itself; what it calls is guarded as above
-        ui.install(app, service, jobs_max_body_bytes=job_settings.max_body_bytes if jobs else None,
-                   auth_required=bool(app.state.api_keys))
+        ui.install(app, service, jobs, auth_required=bool(app.state.api_keys))
 
     @app.get("/metrics", summary="Queue depth, in-flight requests and totals (Prometheus text format)")
     async def metrics() -> Response:

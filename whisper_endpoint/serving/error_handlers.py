@@ -26,7 +26,7 @@ from whisper_endpoint.adapters.errors import (
 )
 from whisper_endpoint.decode_context import DecodeStopped
 from whisper_endpoint.errors import ClientError, EndpointError, InvalidParameterError
-from whisper_endpoint.request import echoed
+from whisper_endpoint.request import MAX_ERRORS_DESCRIBED, echoed
 
 logger = logging.getLogger(__name__)
 
@@ -47,9 +47,12 @@ def as_endpoint_error(exc: BaseException) -> EndpointError:
 def _invalid_fields(exc: RequestValidationError) -> EndpointError:
     """A declared field (an OpenAI form field) that failed validation: 422 naming the field."""
     errors = exc.errors()
-    fields = [[str(part) for part in e["loc"] if part not in ("body", "query", "header")] for e in errors]
-    details = "; ".join(f"{'.'.join(where) or 'body'}: {e['msg']} (got {echoed(e.get('input'))})"
-                        for where, e in zip(fields, errors, strict=True))
+    shown = errors[:MAX_ERRORS_DESCRIBED]  # a body can hold thousands of wrong values
+    fields = [[str(part) for part in e["loc"] if part not in ("body", "query", "header")] for e in shown]
+    details = "; ".join(f"{'.'.join(where)[:200] or 'body'}: {e['msg']} (got {echoed(e.get('input'))})"
+                        for where, e in zip(fields, shown, strict=True))
+    if len(errors) > len(shown):
+        details += f"; and {len(errors) - len(shown)} more"
     what = "form field" if errors and errors[0]["loc"][:1] == ("body",) else "request field"
     error = InvalidParameterError(f"invalid {what}: {details}")
     return with_param(error, fields[0][0].removesuffix("[]")) if fields and fields[0] else error

@@ -2,9 +2,10 @@
 files under ``/ui/static/`` and ``GET /`` redirecting to ``/ui``. All open without an API key: the page
 asks for the key itself, and the routes it calls are guarded as for any client.
 
-The page is plain HTML, CSS and JavaScript modules (``whisper_endpoint/static/ui``, package data), with
-no build step; its Content-Security-Policy lets it load and call nothing but this server, since
-endpoints may be air-gapped and a page that fetched from elsewhere would break there.
+The page is plain HTML, CSS and JavaScript modules (``whisper_endpoint/static/index.html`` and the
+modules in ``static/ui/``, package data), with no build step; its Content-Security-Policy lets it load
+and call nothing but this server, since endpoints may be air-gapped and a page that fetched from
+elsewhere would break there.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ from fastapi import APIRouter, FastAPI
 from starlette.responses import FileResponse, RedirectResponse
 from starlette.staticfiles import StaticFiles
 
+from whisper_endpoint.jobs import Jobs
 from whisper_endpoint.languages import language_names
+from whisper_endpoint.serving.formats_api import DOWNLOADS
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
 
-STATIC = files("whisper_endpoint") / "static" / "ui"
+PAGE = files("whisper_endpoint") / "static" / "index.html"
+ASSETS = files("whisper_endpoint") / "static" / "ui"  # scripts, styles, the audio worklet
 # 'self' only: scripts, styles, the audio worklet, fetches and the WebSocket (CSP3 'self' covers ws:
 # on the same host); blob: for the player and the downloads made in the page.
 _HEADERS = {
@@ -31,13 +35,23 @@ _HEADERS = {
 }
 
 
-def install(app: FastAPI, service: InferenceService, *, jobs_max_body_bytes: int | None, auth_required: bool) -> None:
-    """Add the page's routes. ``jobs_max_body_bytes``: the jobs API's upload limit, None when jobs are off."""
-    app.include_router(router(service, jobs_max_body_bytes=jobs_max_body_bytes, auth_required=auth_required))
-    app.mount("/ui/static", StaticFiles(directory=str(STATIC)), name="ui-static")
+class _Assets(StaticFiles):
+    """The page's modules, revalidated on every load (ETag): an upgraded server never runs old scripts."""
+
+    def file_response(self, *args, **kwargs):
+        response = super().file_response(*args, **kwargs)
+        response.headers["Cache-Control"] = "no-cache"
+        response.headers["X-Content-Type-Options"] = "nosniff"
+        return response
 
 
-def router(service: InferenceService, *, jobs_max_body_bytes: int | None, auth_required: bool) -> APIRouter:
+def install(app: FastAPI, service: InferenceService, jobs: Jobs | None, *, auth_required: bool) -> None:
+    """Add the page's routes (``jobs``: None when the jobs API is off)."""
+    app.include_router(router(service, jobs, auth_required=auth_required))
+    app.mount("/ui/static", _Assets(directory=str(ASSETS)), name="ui-static")
+
+
+def router(service: InferenceService, jobs: Jobs | None, *, auth_required: bool) -> APIRouter:
     settings = service.settings
     api = APIRouter(include_in_schema=False)
 
@@ -47,24 +61,27 @@ def router(service: InferenceService, *, jobs_max_body_bytes: int | None, auth_r
 
     @api.get("/ui")
     async def page() -> FileResponse:
-        return FileResponse(str(STATIC / "index.html"), media_type="text/html; charset=utf-8", headers=_HEADERS)
+        return FileResponse(str(PAGE), media_type="text/html; charset=utf-8", headers=_HEADERS)
 
     @api.get("/ui/config.json")
     async def config() -> JSONResult:
         """What the page may offer: null for what is known only once the model has loaded."""
         ready = service.ready
+        asr = getattr(service.handler, "asr", None)
         return JSONResult({
             "ready": ready,
             "load_error": service.load_error,
             "model": service.model_id if ready else None,
-            "multilingual": bool(getattr(service.handler.asr, "is_multilingual", False)) if ready else None,
+            "multilingual": bool(getattr(asr, "is_multilingual", False)) if ready else None,
             "diarization": service.diarization_available if ready else None,
             "auth_required": auth_required,
-            "jobs": jobs_max_body_bytes is not None,
+            # A job store that could not be opened answers every /jobs request with 503.
+            "jobs": jobs is not None and jobs.unavailable is None,
             "jobs_after_s": settings.ui_jobs_after_s,
             "max_body_bytes": settings.max_body_bytes,
-            "jobs_max_body_bytes": jobs_max_body_bytes,
+            "jobs_max_body_bytes": jobs.settings.max_body_bytes if jobs is not None else None,
             "realtime": settings.realtime_max_sessions > 0,
+            "downloads": list(DOWNLOADS),
             "languages": language_names(),
         }, headers={"Cache-Control": "no-cache"})
 

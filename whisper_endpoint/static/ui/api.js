@@ -68,9 +68,9 @@ export function describeError(status, body, retryAfterHeader = null) {
       sentence = "The server is busy with other requests." + wait;
       break;
     case 503:
-      sentence = code === "model_load_failed"
-        ? `The server could not load its model: ${detail}`
-        : "The server is still starting (loading its model)." + wait;
+      if (code === "model_load_failed") sentence = `The server could not load its model: ${detail}`;
+      else if (code === "loading") sentence = "The server is still starting (loading its model)." + wait;
+      else sentence = `The server cannot take this request now${detail ? ` (${detail})` : ""}.` + wait;
       break;
     case 504:
       sentence = "The transcription took longer than this server allows for one request." +
@@ -115,7 +115,11 @@ function parse(text) {
  */
 export function request(method, path, { body = null, headers = {}, onUpload = null, signal = null } = {}) {
   return new Promise((resolve, reject) => {
+    // An XHR aborted before send() fires no event: a request cancelled before it starts must not start.
+    if (signal?.aborted) return reject(new DOMException("cancelled", "AbortError"));
     const xhr = new XMLHttpRequest();
+    const abort = () => xhr.abort();
+    xhr.onloadend = () => signal?.removeEventListener("abort", abort);
     xhr.open(method, path);
     for (const [name, value] of Object.entries(withKey(headers))) xhr.setRequestHeader(name, value);
     if (onUpload) {
@@ -132,10 +136,7 @@ export function request(method, path, { body = null, headers = {}, onUpload = nu
     };
     xhr.onerror = () => reject(describeError(0, null));
     xhr.onabort = () => reject(new DOMException("cancelled", "AbortError"));
-    if (signal) {
-      if (signal.aborted) return xhr.abort();
-      signal.addEventListener("abort", () => xhr.abort(), { once: true });
-    }
+    signal?.addEventListener("abort", abort, { once: true });
     xhr.send(body);
   });
 }

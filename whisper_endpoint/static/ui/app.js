@@ -4,7 +4,7 @@
 import { apiKey, getJSON } from "./api.js";
 import { LiveSession } from "./recorder.js";
 import { ResultView } from "./result-view.js";
-import { asJob, deleteJob, followJob, mediaDuration, parametersFor, transcribe } from "./transcribe.js";
+import { asJob, deleteJob, followJob, mediaDuration, parametersFor, tooLarge, transcribe } from "./transcribe.js";
 
 const $ = (id) => document.getElementById(id);
 const state = { config: null, file: null, controller: null, job: null, session: null, recording: null };
@@ -39,7 +39,7 @@ function showProgress({ stage, loaded, total, done }) {
   }
   let text = STAGES[stage] || "Transcribing…";
   if (stage === "decoding" && total) {
-    text = `Transcribing: ${done} of ${total} windows of 30 s`;
+    text = `Transcribing: ${done} of ${total} windows`;
     bar.value = done / total;
   } else {
     bar.removeAttribute("value"); // indeterminate
@@ -89,6 +89,8 @@ async function useKey(event) {
     $("key-form").hidden = true;
     $("api-key").value = "";
     $("change-key").hidden = false;
+    const job = jobOfUrl();
+    if (job && !state.controller && $("result").hidden) resumeJob(job); // the link needed the key
   } catch (error) {
     apiKey.clear();
     showError(error.status === 401 ? "That API key was not accepted. Check it and enter it again." : error);
@@ -107,6 +109,7 @@ function applyConfig(config) {
     language.options[0].textContent = "English (this model is English-only)";
     language.disabled = true;
   }
+  view.setDownloads(config.downloads);
   $("task-option").hidden = !config.multilingual;
   $("diarize-options").hidden = !config.diarization;
   $("record").disabled = !config.realtime;
@@ -123,7 +126,7 @@ function chooseFile(file) {
   if (!file) return;
   state.file = file;
   $("file-name").textContent = file.name;
-  $("submit").disabled = !state.config;
+  $("submit").disabled = !state.config || Boolean(state.controller);
   clearError();
 }
 
@@ -139,29 +142,39 @@ function options() {
   };
 }
 
+function busy(running) {
+  $("cancel").hidden = !running;
+  $("submit").disabled = running || !(state.file && state.config);
+  $("transcribe-recording").disabled = running;
+}
+
 async function run(file) {
+  if (state.controller) return; // one transcription at a time
   clearError();
   const config = state.config;
-  state.controller = new AbortController();
-  $("cancel").hidden = false;
-  $("submit").disabled = true;
+  const controller = (state.controller = new AbortController());
+  busy(true);
+  $("cancel").focus();
   showProgress({ stage: "uploading", loaded: 0, total: file.size });
   try {
     const job = asJob(file, await mediaDuration(file), config);
+    const refused = tooLarge(file, job, config);
+    if (refused) throw refused;
     jobInUrl(null);
     const result = await transcribe(file, parametersFor(options(), config), {
-      job, signal: state.controller.signal, onProgress: showProgress,
+      job, signal: controller.signal, onProgress: showProgress,
       onJob: (id) => { state.job = id; jobInUrl(id); },
     });
     view.show(result, file, file.name);
+    $("result-heading").focus();
   } catch (error) {
     if (error.name !== "AbortError") showError(error);
+    if ($("cancel") === document.activeElement) $("submit").focus();
   } finally {
     hideProgress();
     state.controller = null;
     state.job = null;
-    $("cancel").hidden = true;
-    $("submit").disabled = !(state.file && state.config);
+    busy(false);
   }
 }
 
@@ -171,19 +184,25 @@ function cancel() {
   jobInUrl(null);
 }
 
+function jobOfUrl() {
+  return new URLSearchParams(location.search).get("job");
+}
+
 async function resumeJob(id) {
+  const controller = (state.controller = new AbortController());
+  state.job = id;
+  busy(true);
   showProgress({ stage: "queued" });
-  state.controller = new AbortController();
-  $("cancel").hidden = false;
   try {
-    view.show(await followJob(id, { onProgress: showProgress, signal: state.controller.signal }), null);
+    view.show(await followJob(id, { onProgress: showProgress, signal: controller.signal }), null);
   } catch (error) {
     if (error.name !== "AbortError") showError(error);
     if (error.status === 404) jobInUrl(null);
   } finally {
     hideProgress();
     state.controller = null;
-    $("cancel").hidden = true;
+    state.job = null;
+    busy(false);
   }
 }
 
@@ -195,6 +214,10 @@ function showUtterance(id, utterance) {
     line = document.createElement("p");
     line.dataset.item = id;
     $("live-transcript").append(line);
+  }
+  if (utterance.final && !utterance.text.trim()) {
+    line.remove(); // nothing was said in it
+    return;
   }
   line.textContent = utterance.text.trim() || "…";
   line.classList.toggle("pending", !utterance.final);
@@ -211,6 +234,7 @@ async function record() {
   try {
     await state.session.start();
     $("stop").disabled = false;
+    $("stop").focus();
     $("record").textContent = "Recording…";
   } catch (error) {
     showError(error);
@@ -222,11 +246,16 @@ async function record() {
 async function stop() {
   $("stop").disabled = true;
   $("record").textContent = "Finishing…";
-  state.recording = await state.session.stop();
+  const session = state.session;
+  state.recording = await session.stop();
   state.session = null;
+  for (const [id, utterance] of session.utterances) { // begun, never transcribed: stopped within a breath
+    if (!utterance.final) showUtterance(id, { ...utterance, final: true });
+  }
   $("record").textContent = "Record";
   $("record").disabled = false;
   $("transcribe-recording").hidden = false;
+  $("transcribe-recording").focus();
 }
 
 // --- start ---------------------------------------------------------------------------------------
@@ -259,8 +288,8 @@ async function main() {
   state.config = await loadConfig();
   applyConfig(state.config);
   $("submit").disabled = !state.file;
-  const job = new URLSearchParams(location.search).get("job");
-  if (job) await resumeJob(job);
+  const job = jobOfUrl();
+  if (job && !(state.config.auth_required && !apiKey.get())) await resumeJob(job); // else: once the key is in
 }
 
 main();

@@ -16,6 +16,9 @@ function wordKey(chunk) {
   return `${chunk.timestamp?.[0]}|${chunk.text}`;
 }
 
+const squashed = (text) => text.replace(/\s+/g, " ").trim();
+const spelled = (words, text) => words.length > 0 && squashed(words.map((w) => w.text).join("")) === squashed(text);
+
 /** {blocks: [{speaker, start, end, text, words}], speakers: [label], words: [word in time order]} */
 export function blocksOf(result) {
   const chunks = result.chunks || [];
@@ -29,8 +32,11 @@ export function blocksOf(result) {
   });
   let blocks;
   if (result.speakers?.length) {
+    // A turn whose words do not spell its text (a segment without word times went to it whole) is shown
+    // as its text: nothing in it may go missing from the page.
     blocks = result.speakers.map((turn) => ({
-      speaker: turn.speaker, ...span(turn.timestamp), text: turn.text.trim(), words: wordsOf(turn.words || []),
+      speaker: turn.speaker, ...span(turn.timestamp), text: turn.text.trim(),
+      words: spelled(turn.words || [], turn.text) ? wordsOf(turn.words) : [],
     }));
   } else if (hasSegments) {
     let next = 0;

@@ -1,5 +1,6 @@
 // The microphone's first channel, posted to the page in 100 ms blocks of float samples (the
-// AudioContext runs at the session's rate, so no resampling happens here). "flush" posts what is left.
+// AudioContext runs at the session's rate, so no resampling happens here). "flush" posts what is left
+// as {flushed: samples}, the last message the page waits for.
 
 class PcmCapture extends AudioWorkletProcessor {
   constructor() {
@@ -8,7 +9,7 @@ class PcmCapture extends AudioWorkletProcessor {
     this.filled = 0;
     this.port.onmessage = (event) => {
       if (event.data === "flush") {
-        this.port.postMessage(this.block.slice(0, this.filled));
+        this.port.postMessage({ flushed: this.block.slice(0, this.filled) });
         this.filled = 0;
       }
     };

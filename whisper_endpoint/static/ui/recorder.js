@@ -77,7 +77,7 @@ function connect(offered) {
 }
 
 /**
- * One recording. `onUtterance(id, {text, final, failed})` for each utterance as it changes;
+ * One recording. `onUtterance(id, {text, final, failed, committed})` for each utterance as it changes;
  * `onError(sentence)` for errors the session reports.
  */
 export class LiveSession {
@@ -94,23 +94,42 @@ export class LiveSession {
     this.stream = await microphone();
     try {
       this.socket = await connect(await protocols());
+      this.socket.onmessage = (message) => this.receive(JSON.parse(message.data));
+      this.socket.onclose = (event) => {
+        this.pendingDone?.(); // nothing more will arrive
+        if (!this.stopping) this.onError(`The live session ended: ${event.reason || "the connection closed"}.`);
+      };
+      const transcription = this.language ? { language: this.language } : {};
+      this.send({ type: "session.update", session: { type: "transcription", audio: { input: {
+        format: { type: "audio/pcm", rate: RATE }, transcription, turn_detection: { type: "server_vad" } } } } });
+      this.context = new AudioContext({ sampleRate: RATE });
+      await this.context.audioWorklet.addModule("/ui/static/pcm-worklet.js");
+      this.node = new AudioWorkletNode(this.context, "pcm-capture");
+      this.node.port.onmessage = (event) => this.capture(event.data);
+      this.source = this.context.createMediaStreamSource(this.stream);
+      this.source.connect(this.node);
+      this.node.connect(this.context.destination); // silent output: keeps the node processing
+      await this.context.resume();
     } catch (error) {
-      this.stream.getTracks().forEach((track) => track.stop());
+      this.release();
       throw error;
     }
-    this.socket.onmessage = (message) => this.receive(JSON.parse(message.data));
-    this.socket.onclose = (event) => {
-      if (!this.stopping) this.onError(`The live session ended: ${event.reason || "the connection closed"}.`);
-    };
-    const transcription = this.language ? { language: this.language } : {};
-    this.send({ type: "session.update", session: { type: "transcription", audio: { input: {
-      format: { type: "audio/pcm", rate: RATE }, transcription, turn_detection: { type: "server_vad" } } } } });
-    this.context = new AudioContext({ sampleRate: RATE });
-    await this.context.audioWorklet.addModule("/ui/static/pcm-worklet.js");
-    this.node = new AudioWorkletNode(this.context, "pcm-capture");
-    this.node.port.onmessage = (event) => this.append(event.data);
-    this.context.createMediaStreamSource(this.stream).connect(this.node);
-    this.node.connect(this.context.destination); // silent output: keeps the node processing
+  }
+
+  /** Microphone, audio graph and session closed, whatever was opened. */
+  release() {
+    this.stopping = true;
+    this.stream?.getTracks().forEach((track) => track.stop());
+    this.context?.close().catch(() => {});
+    this.socket?.close(1000);
+  }
+
+  capture(data) {
+    if (data instanceof Float32Array) this.append(data);
+    else if (data.flushed) {
+      this.append(data.flushed);
+      this.flushed?.();
+    }
   }
 
   send(event) {
@@ -125,7 +144,7 @@ export class LiveSession {
   }
 
   update(id, change) {
-    const utterance = { text: "", final: false, failed: false, ...this.utterances.get(id), ...change };
+    const utterance = { text: "", final: false, failed: false, committed: false, ...this.utterances.get(id), ...change };
     this.utterances.set(id, utterance);
     this.onUtterance(id, utterance);
     if (this.pendingDone && this.allFinal()) this.pendingDone();
@@ -137,9 +156,12 @@ export class LiveSession {
         this.speaking = true;
         this.update(event.item_id, {});
         break;
+      case "input_audio_buffer.speech_stopped":
+        this.speaking = false;
+        break;
       case "input_audio_buffer.committed":
         this.speaking = false;
-        this.update(event.item_id, {});
+        this.update(event.item_id, { committed: true });
         break;
       case "conversation.item.input_audio_transcription.delta":
         this.update(event.item_id, { text: (this.utterances.get(event.item_id)?.text || "") + event.delta });
@@ -152,34 +174,42 @@ export class LiveSession {
         this.onError(`An utterance could not be transcribed: ${event.error?.message || "unknown error"}.`);
         break;
       case "error":
-        // A commit with nothing left to commit is expected when the speaker stops in a pause.
-        if (event.error?.code !== "input_audio_buffer_commit_empty") this.onError(event.error?.message || "error");
+        if (event.error?.code === "input_audio_buffer_commit_empty") {
+          // Stop's commit found under 100 ms of speech: that utterance will never be transcribed.
+          this.commitRefused = true;
+          if (this.pendingDone && this.allFinal()) this.pendingDone();
+        } else {
+          this.onError(event.error?.message || "error");
+        }
         break;
       default:
     }
   }
 
+  /** Every utterance transcribed (or failed), but one that stop's refused commit left uncommitted. */
   allFinal() {
-    return [...this.utterances.values()].every((utterance) => utterance.final);
+    return [...this.utterances.values()].every((u) => u.final || (this.commitRefused && !u.committed));
   }
 
   /** Stop recording, wait for the last transcripts, close the session: the recording as a WAV file. */
   async stop() {
     this.stopping = true;
     if (this.node) {
-      this.node.port.postMessage("flush");
-      await new Promise((resolve) => setTimeout(resolve, 50));
+      this.source.disconnect(); // no more input: the flush is the last block
+      await new Promise((resolve) => {
+        this.flushed = resolve;
+        this.node.port.postMessage("flush");
+        setTimeout(resolve, 1000);
+      });
     }
-    this.stream?.getTracks().forEach((track) => track.stop());
-    await this.context?.close();
-    if (this.speaking) this.send({ type: "input_audio_buffer.commit" });
-    if (this.utterances.size && !this.allFinal()) {
+    if (this.speaking) this.send({ type: "input_audio_buffer.commit" }); // stopped mid-sentence
+    if (this.utterances.size && !this.allFinal() && this.socket?.readyState === WebSocket.OPEN) {
       await new Promise((resolve) => {
         this.pendingDone = resolve;
         setTimeout(resolve, FINISH_TIMEOUT_MS);
       });
     }
-    this.socket?.close(1000);
+    this.release();
     return wavFile(this.blocks);
   }
 }

@@ -33,14 +33,20 @@ export class ResultView {
     this.player = $("player");
     this.player.addEventListener("timeupdate", () => this.follow());
     this.player.addEventListener("play", () => this.animate());
-    for (const format of ["txt", "srt", "vtt", "json"]) {
-      $(`download-${format}`).addEventListener("click", () => this.download(format));
-    }
     $("transcript").addEventListener("click", (event) => {
       const target = event.target.closest("[data-start]");
       if (target) this.seek(Number(target.dataset.start));
     });
     window.addEventListener("resize", () => this.result && this.drawTimeline());
+  }
+
+  /** A download button per format the server renders (GET /ui/config.json's `downloads`), then json. */
+  setDownloads(formats) {
+    for (const format of [...formats, "json"]) {
+      const button = make("button", { type: "button", id: `download-${format}`, "data-testid": `download-${format}` }, format);
+      button.addEventListener("click", () => this.download(format));
+      $("downloads").append(button);
+    }
   }
 
   /** Show `result`; `audio`: a File or Blob to play along, or null; `name`: the audio's file name. */
@@ -53,6 +59,7 @@ export class ResultView {
     this.words = view.words;
     this.names = Object.fromEntries(this.speakers.map((label) => [label, label]));
     this.colours = Object.fromEntries(this.speakers.map((label, i) => [label, COLOURS[i % COLOURS.length]]));
+    this.current = -1;
     this.setAudio(audio);
     $("result").hidden = false;
     this.drawSpeakers();
@@ -114,7 +121,7 @@ export class ResultView {
       const turn = make("article", { class: "turn" });
       const heading = make("header");
       const time = make("button", { type: "button", class: "seek", "data-start": block.start,
-        "aria-label": `Play from ${clock(block.start)}` }, clock(block.start));
+        "aria-label": `Go to ${clock(block.start)} in the player` }, clock(block.start));
       heading.append(time);
       if (block.speaker !== null) {
         turn.style.setProperty("--speaker", this.colours[block.speaker]);

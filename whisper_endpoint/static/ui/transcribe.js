@@ -54,6 +54,17 @@ export function asJob(file, duration, config) {
   return seconds > config.jobs_after_s;
 }
 
+const megabytes = (bytes) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+
+/** The 413 an upload over the route's limit would get, said before sending it: a server that refuses a
+ * body early closes the connection, which a browser over a real network often reports as a reset. */
+export function tooLarge(file, job, config) {
+  const [limit, setting] = job ? [config.jobs_max_body_bytes, "JOBS_MAX_BODY_BYTES"]
+    : [config.max_body_bytes, "MAX_BODY_BYTES"];
+  if (!limit || file.size <= limit) return null;
+  return describeError(413, { error: `${megabytes(file.size)}; this server takes at most ${megabytes(limit)}, ${setting}` });
+}
+
 function uploadReporter(onProgress) {
   return (loaded, total, finished = false) =>
     onProgress(finished ? { stage: "decoding" } : { stage: "uploading", loaded, total });
@@ -64,25 +75,48 @@ function uploadReporter(onProgress) {
  * job exists. Resolves to the handler's response.
  */
 export async function transcribe(file, parameters, { job = false, onProgress, onJob, signal }) {
-  const options = {
-    body: file,
-    headers: { "Content-Type": file.type || "application/octet-stream" },
-    onUpload: uploadReporter(onProgress),
-    signal,
+  const options = { body: file, headers: { "Content-Type": file.type || "application/octet-stream" } };
+  const report = uploadReporter(onProgress);
+  if (!job) {
+    return (await request("POST", `/predict${query(parameters)}`, { ...options, onUpload: report, signal })).body;
+  }
+  // Once the upload is in, the server makes the job whatever happens to the connection: a cancel then
+  // waits for the job's id and deletes it, rather than leaving it to run for nobody.
+  const upload = new AbortController();
+  let uploaded = false;
+  const cancel = () => uploaded || upload.abort();
+  signal?.addEventListener("abort", cancel, { once: true });
+  const onUpload = (loaded, total, finished = false) => {
+    uploaded ||= finished;
+    report(loaded, total, finished);
   };
-  if (!job) return (await request("POST", `/predict${query(parameters)}`, options)).body;
-  const submitted = (await request("POST", `/jobs${query(parameters)}`, options)).body;
+  let submitted;
+  try {
+    submitted = (await request("POST", `/jobs${query(parameters)}`, { ...options, onUpload, signal: upload.signal })).body;
+  } finally {
+    signal?.removeEventListener("abort", cancel);
+  }
+  if (signal?.aborted) {
+    await deleteJob(submitted.id);
+    throw new DOMException("cancelled", "AbortError");
+  }
   onJob(submitted.id);
   return followJob(submitted.id, { onProgress, signal });
 }
 
 function sleep(ms, signal) {
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener("abort", () => {
+    let timer = null;
+    const cancelled = () => {
       clearTimeout(timer);
       reject(new DOMException("cancelled", "AbortError"));
-    }, { once: true });
+    };
+    if (signal?.aborted) return cancelled();
+    timer = setTimeout(() => {
+      signal?.removeEventListener("abort", cancelled);
+      resolve();
+    }, ms);
+    signal?.addEventListener("abort", cancelled, { once: true });
   });
 }
 
