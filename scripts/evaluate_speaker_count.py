@@ -112,8 +112,10 @@ def summary(rows: dict) -> dict:
         result[name] = {
             "files": len(files), "count_right_before": right["before"], "count_right_after": right["after"],
             "der_change_worst": max(round(r["after"]["der"] - r["before"]["der"], 2) for r in files.values()),
-            "qualify": sum(bool(r["alike_pairs"]) and r["der_told_the_count"] <= FAIR_DER for r in files.values()),
         }
+        if all(r["speakers_true"] > 1 for r in files.values()):  # alike pairs, fair DER (module doc)
+            result[name]["qualify"] = sum(bool(r["alike_pairs"]) and r["der_told_the_count"] <= FAIR_DER
+                                          for r in files.values())
     return result
 
 
