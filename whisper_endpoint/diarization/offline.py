@@ -7,7 +7,9 @@
   PLDA for CAM++ and VBx needs one;
 - then a second speech detector (Silero VAD) gives a speaker to speech pyannote left unlabelled
   (``speech_fill.py``), and every turn of at least a second is embedded on its own (pooled from
-  the same frames) and given to the speaker whose centroid is nearest (``turn_check.py``).
+  the same frames) and given to the speaker whose centroid is nearest (``turn_check.py``);
+- then a speaker whose turns fall into separate voices is split: the windows' clustering merges
+  alike voices that whole turns tell apart (``count_check.py``); never with ``num_speakers`` given.
 
 Nothing touches the network. The class is an ordinary pyannote pipeline: a ``config.yaml`` naming
 ``whisper_endpoint.diarization.offline.OfflineSpeakerDiarization`` with local checkpoint paths
@@ -30,7 +32,7 @@ from pyannote.audio.pipelines import SpeakerDiarization
 from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
 from pyannote.core import Segment
 
-from whisper_endpoint.diarization import pooled, speech_fill, turn_check
+from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
 from whisper_endpoint.errors import ModelLoadError
 
@@ -69,6 +71,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       speech_fill: Silero VAD options as a dict (see ``SpeechFillOptions``), or False to disable.
       turn_check: minimum turn length (seconds) for the per-turn re-check (see turn_check.py), or
         False to disable.
+      count_check: options of the speaker split (``CountCheckOptions`` as a dict, see
+        count_check.py), or False to disable.
       pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
         a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
       pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
@@ -83,6 +87,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         embedding_batch_size: int = 8,
         speech_fill: dict | bool = True,
         turn_check: float | bool = True,
+        count_check: dict | bool = True,
         pooled_embeddings: dict | bool = True,
         pooled_turns: bool = True,
         token: str | None = None,
@@ -107,6 +112,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)
         self.turn_check = _turn_check_option(turn_check)
+        self.count_check = _count_check_option(count_check)
         self.tiling = _tiling_option(pooled_embeddings)
         self.pooled_turns = pooled_turns and self.tiling is not None
         self.instantiate(copy.deepcopy(DEFAULT_PARAMS))
@@ -122,14 +128,22 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         finally:
             _FRAMES.reset(token)
         frames = kept[0] if kept else None
-        if not isinstance(output, DiarizeOutput) or (self.speech_fill is None and self.turn_check is None):
+        count_check = self.count_check if num_speakers is None else None
+        if not isinstance(output, DiarizeOutput) or (
+            self.speech_fill is None and self.turn_check is None and count_check is None
+        ):
             return output
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
         samples = waveform.detach().cpu().numpy().astype(np.float32, copy=False)
         if self.speech_fill is not None:
             output = self._fill(samples, output)
+        if self.turn_check is None and count_check is None:
+            return output
+        embed = self.embedder(samples, frames)
         if self.turn_check is not None:
-            output = self._check_turns(output, self.embedder(samples, frames))
+            output = self._check_turns(output, embed)
+        if count_check is not None:
+            output = self._check_count(output, embed, count_check, max_speakers)
         return output
 
     def get_embeddings(self, file, binary_segmentations, exclude_overlap=False, hook=None):
@@ -143,7 +157,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         masks = pooled.ChunkMasks(data, window.step, round(window.duration * pooled.SAMPLE_RATE))
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
         store, kept = None, _FRAMES.get()
-        if self.pooled_turns and self.turn_check is not None and kept is not None:
+        checks = self.turn_check is not None or self.count_check is not None
+        if self.pooled_turns and checks and kept is not None:
             store = pooled.FrameStore(pooled.trunk_frames(len(waveform)))
             kept.append(store)
         return pooled.chunk_embeddings(pooled.Trunk(self.embedding_network), waveform, masks, self.tiling, store)
@@ -162,6 +177,24 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             speaker_diarization=turn_check.apply(output.speaker_diarization, found),
             exclusive_speaker_diarization=turn_check.apply(output.exclusive_speaker_diarization, found),
             speaker_embeddings=centroids,
+        )
+
+    def _check_count(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray],
+                     options: count_check.CountCheckOptions, max_speakers: int | None) -> DiarizeOutput:
+        labels = output.speaker_diarization.labels()
+        centroids = output.speaker_embeddings
+        if centroids is None or len(centroids) != len(labels):
+            return output
+        room = None if max_speakers is None else max_speakers - len(labels)
+        found = count_check.split(output.exclusive_speaker_diarization, labels, embed, options, room)
+        if not found.moves:
+            return output
+        regular = turn_check.apply(output.speaker_diarization, found.moves)
+        rows = dict(zip(labels, centroids, strict=True)) | found.centroids
+        return DiarizeOutput(
+            speaker_diarization=regular,
+            exclusive_speaker_diarization=turn_check.apply(output.exclusive_speaker_diarization, found.moves),
+            speaker_embeddings=np.stack([rows[label] for label in regular.labels()]).astype(centroids.dtype),
         )
 
     def embedder(self, samples: np.ndarray, frames: pooled.FrameStore | None = None) -> Callable[[Segment], np.ndarray]:
@@ -215,6 +248,12 @@ def _turn_check_option(value: float | bool) -> float | None:
     if value is False or value is None:
         return None
     return turn_check.MIN_DURATION_S if value is True else float(value)
+
+
+def _count_check_option(value: dict | bool) -> count_check.CountCheckOptions | None:
+    if value is False or value is None:
+        return None
+    return count_check.CountCheckOptions() if value is True else count_check.CountCheckOptions(**value)
 
 
 def _fill_options(value: dict | bool) -> speech_fill.SpeechFillOptions | None:

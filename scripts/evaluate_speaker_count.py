@@ -1,0 +1,194 @@
+"""Speaker count and DER of the embedded diarizer before and after issue 28's count check.
+
+    .venv/bin/python -m scripts.evaluate_speaker_count [--out results/speaker_count.json] [--threads 1] [--skip-long]
+    .venv/bin/python -m scripts.evaluate_speaker_count --table [results/speaker_count.json]  # the README's table
+    .venv/bin/python -m scripts.evaluate_speaker_count --sweep [--out results/speaker_count_sweep.json]
+
+Files: scripts/speaker_count_sets.py (the alike-voice tuning and judging dialogues, the one-speaker
+negatives, the four dev files, the Japanese meeting and the 13.4 min file). Each runs through one
+pipeline that computes its segmentation and embeddings once (SharedFrontEnd): ``before`` with the
+count check off (the diarizer until issue 28), ``after`` with the defaults, and told the true count
+(``num_speakers``, when the check does not run, so it is the same before and after); ``--count-check``
+sets other options for ``after``. DER as in
+scripts/evaluate_diarization.py (pyannote.metrics, 0.25 s collar, exclusive output).
+
+A dialogue belongs in its set when it holds an alike pair (speaker_count_sets.py) and, told the true
+count, today's diarizer scores at most ``FAIR_DER`` on it: voices the embedding cannot tell apart
+even then say nothing about counting. ``--sweep`` runs the count check's settings over the files
+it was tuned on (never the judging set or the held-out files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from scripts.evaluate_diarization import COLLAR, ROOT, SharedFrontEnd, score  # noqa: E402
+from scripts.speaker_count_sets import SETS, TUNED, centroid_similarities, load, reference_similarity  # noqa: E402
+
+FAIR_DER = 15.0
+SWEEP = {"similarity": [0.7, 0.72, 0.74, 0.75, 0.76, 0.77, 0.78, 0.8], "min_speech": [3.0, 4.0, 5.0]}
+
+
+def pipeline(threads: int | None):
+    import torch
+
+    from whisper_endpoint.diarization import pyannote_quietly
+
+    if threads:
+        torch.set_num_threads(threads)
+    with pyannote_quietly():
+        from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
+
+        diarizer = OfflineSpeakerDiarization()
+    SharedFrontEnd(diarizer)
+    return diarizer
+
+
+def diarize(diarizer, file, count_check, **count) -> tuple[dict, float]:
+    """The score of one run, and its CPU seconds."""
+    import torch
+
+    diarizer.count_check = count_check
+    started = time.process_time()
+    output = diarizer({"waveform": torch.from_numpy(file.samples)[None], "sample_rate": 16000, "uri": file.name},
+                      **count)
+    cpu = time.process_time() - started
+    return score(file.reference, output.exclusive_speaker_diarization, file.duration), cpu
+
+
+def evaluate(threads: int | None, sets: tuple[str, ...], options: dict) -> dict:
+    from whisper_endpoint.diarization.count_check import CountCheckOptions
+
+    check = CountCheckOptions(**options)
+    diarizer = pipeline(threads)
+    network = diarizer.embedding_network
+    alike = reference_similarity(network)
+    rows = {}
+    for file in load(sets):
+        before, first_cpu = diarize(diarizer, file, None)  # computes (and caches) the front end
+        _, cached_cpu = diarize(diarizer, file, None)
+        after, after_cpu = diarize(diarizer, file, check)
+        told, _ = diarize(diarizer, file, None, num_speakers=len(file.reference.labels()))
+        pairs = centroid_similarities(file, network)
+        rows[file.name] = {
+            "set": file.set, "tuned_on": file.set in TUNED, "source": file.source,
+            "duration_s": round(file.duration, 1), "speakers_true": len(file.reference.labels()),
+            "alike_pairs": {pair: value for pair, value in pairs.items() if value >= alike},
+            "before": before, "after": after, "der_told_the_count": told["der"],
+            "cpu_s": round(first_cpu, 1), "count_check_cpu_s": round(max(after_cpu - cached_cpu, 0.0), 2),
+        }
+        print(markdown_row(file.name, rows[file.name]), flush=True)
+    return {
+        "metric": f"DER (%), collar {COLLAR} s, exclusive output; before: count check off; after: count_check; "
+                  "der_told_the_count: num_speakers given (no count check)",
+        "count_check": dataclasses.asdict(check),
+        "alike_reference": {"pair": "kokoro_ja_meeting jf_alpha / jf_nezumi", "similarity": alike,
+                            "how": "cosine of CAM++ centroids, each the mean of unit embeddings of the "
+                                   "speaker's reference turns, every turn embedded alone"},
+        "fair_der": FAIR_DER,
+        "torch_threads": _threads(),
+        "files": rows,
+        "summary": summary(rows),
+    }
+
+
+def summary(rows: dict) -> dict:
+    result = {}
+    for name in SETS:
+        files = {k: r for k, r in rows.items() if r["set"] == name}
+        if not files:
+            continue
+        right = {when: sum(r[when]["speakers_found"] == r["speakers_true"] for r in files.values())
+                 for when in ("before", "after")}
+        result[name] = {
+            "files": len(files), "count_right_before": right["before"], "count_right_after": right["after"],
+            "der_change_worst": max(round(r["after"]["der"] - r["before"]["der"], 2) for r in files.values()),
+        }
+        if all(r["speakers_true"] > 1 for r in files.values()):  # alike pairs, fair DER (module doc)
+            result[name]["qualify"] = sum(bool(r["alike_pairs"]) and r["der_told_the_count"] <= FAIR_DER
+                                          for r in files.values())
+    return result
+
+
+def sweep(threads: int | None) -> dict:
+    """Files given their true count by each setting of the count check, on the tuned-on sets only."""
+    from whisper_endpoint.diarization.count_check import CountCheckOptions
+
+    diarizer, files = pipeline(threads), load(tuple(sorted(TUNED)))
+    grid = []
+    for similarity in SWEEP["similarity"]:
+        for min_speech in SWEEP["min_speech"]:
+            options = CountCheckOptions(similarity=similarity, min_speech=min_speech)
+            wrong = [f.name for f in files if diarize(diarizer, f, options)[0]["speakers_found"]
+                     != len(f.reference.labels())]
+            grid.append({"similarity": similarity, "min_speech": min_speech,
+                         "count_right": len(files) - len(wrong), "wrong": wrong})
+            print(f"similarity {similarity:.3f}, min_speech {min_speech:g} s: {len(files) - len(wrong)}/{len(files)}"
+                  f" right {wrong or ''}", flush=True)
+    return {"files": [f.name for f in files], "grid": grid, "torch_threads": _threads()}
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def markdown_row(name: str, row: dict) -> str:
+    before, after = row["before"], row["after"]
+    pairs = ", ".join(f"{pair} {value:.2f}" for pair, value in row["alike_pairs"].items()) or "-"
+    return (f"| {name} | {row['set']}{' (tuned on)' if row['tuned_on'] else ''} | {row['speakers_true']} | "
+            f"{before['speakers_found']} → {after['speakers_found']} | {before['der']:.2f}% → {after['der']:.2f}% | "
+            f"{row['der_told_the_count']:.2f}% | {pairs} |")
+
+
+def table(result: dict) -> str:
+    lines = ["| file | set | speakers | found before → after | DER before → after | DER told the count | alike pairs |",
+             "|---|---|---|---|---|---|---|"]
+    lines += [markdown_row(name, row) for name, row in result["files"].items()]
+    lines += ["", "| set | files | count right before | count right after | worst DER change (points) |",
+              "|---|---|---|---|---|"]
+    lines += [f"| {name} | {s['files']} | {s['count_right_before']} | {s['count_right_after']} | "
+              f"{s['der_change_worst']:+.2f} |" for name, s in result["summary"].items()]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--skip-long", action="store_true", help="leave out the 13.4 min file")
+    parser.add_argument("--count-check", type=json.loads, default={}, metavar="JSON",
+                        help='CountCheckOptions for "after" other than the defaults, e.g. \'{"bridges": true}\'')
+    parser.add_argument("--sweep", action="store_true", help="the count check's settings on the tuned-on files")
+    parser.add_argument("--table", nargs="?", const=ROOT / "results" / "speaker_count.json", type=Path,
+                        help="print the markdown table of a results file and stop")
+    args = parser.parse_args()
+    if args.table:
+        print(table(json.loads(args.table.read_text())))
+        return 0
+    if args.sweep:
+        result = sweep(args.threads)
+        out = args.out or ROOT / "results" / "speaker_count_sweep.json"
+    else:
+        sets = tuple(s for s in SETS if not (args.skip_long and s == "long"))
+        result = evaluate(args.threads, sets, args.count_check)
+        out = args.out or ROOT / "results" / "speaker_count.json"
+        print(table(result))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,121 @@
+"""The speaker split of issue 28 (whisper_endpoint/diarization/count_check.py): on made-up embeddings, then
+on one committed alike-voice dialogue that the diarizer miscounted before it."""
+
+import json
+
+import numpy as np
+import pytest
+from pyannote.core import Annotation, Segment
+
+from tests.conftest import ROOT, decode_reference
+from whisper_endpoint.diarization.count_check import CountCheckOptions, split
+from whisper_endpoint.diarization.turn_check import Move
+
+DIALOGUE = ROOT / "audio" / "alike_voices" / "tuning" / "t2_rms_copy_awb.flac"  # rms, a copy 3 semitones up, awb
+A, B, C = np.eye(3)
+
+
+def voice(direction, spread: float, seed: int):
+    """A turn embedding near ``direction`` (unit): off it by noise of ``spread`` per axis."""
+    noise = np.random.default_rng(seed).normal(size=3) * spread
+    return direction + noise - (noise @ direction) * direction
+
+
+def one_speaker(*voices) -> tuple[Annotation, dict]:
+    """SPEAKER_00 says 3 s turns, one per voice given, 1 s apart; returns the turns and their embeddings."""
+    exclusive, embeddings = Annotation(), {}
+    for index, embedding in enumerate(voices):
+        turn = Segment(4 * index, 4 * index + 3)
+        exclusive[turn] = "SPEAKER_00"
+        embeddings[turn.start] = embedding
+    return exclusive, embeddings
+
+
+def by_start(embeddings: dict):
+    return lambda turn: embeddings[turn.start]
+
+
+def test_two_voices_under_one_label_become_two_speakers_and_the_larger_keeps_the_label():
+    exclusive, embeddings = one_speaker(A, B, A, B, A + 0.05 * C, A)
+    found = split(exclusive, ["SPEAKER_00"], by_start(embeddings))
+    assert found.moves == [Move(Segment(4, 7), "SPEAKER_00", "SPEAKER_01"),
+                           Move(Segment(12, 15), "SPEAKER_00", "SPEAKER_01")]
+    np.testing.assert_allclose(found.centroids["SPEAKER_01"], B)
+    assert found.centroids["SPEAKER_00"] @ A > 0.99
+
+
+def test_one_voice_spread_out_stays_one_speaker():
+    exclusive, embeddings = one_speaker(*(voice(A, 0.4, seed) for seed in range(12)))
+    assert split(exclusive, ["SPEAKER_00"], by_start(embeddings)).moves == []
+
+
+def test_a_turn_alike_to_both_voices_keeps_them_one_speaker():
+    # Two alike voices (cosine 0.5) whose turns are apart, and one turn alike to both (cosine 0.87):
+    # two of their turns joined across a short gap, or a voice between them. Either way nothing splits:
+    # the check would rather miss a speaker than split one (issue 28's one-speaker negatives).
+    near = np.array([0.5, np.sqrt(0.75), 0.0])
+    between = (A + near) / np.linalg.norm(A + near)
+    assert min(between @ A, between @ near) > CountCheckOptions().similarity
+    apart = one_speaker(A, near, A, near)
+    linked = one_speaker(A, near, A, near, between)
+    assert len(split(apart[0], ["SPEAKER_00"], by_start(apart[1])).moves) == 2
+    assert split(linked[0], ["SPEAKER_00"], by_start(linked[1])).moves == []
+    bridged = split(linked[0], ["SPEAKER_00"], by_start(linked[1]), CountCheckOptions(bridges=True))
+    assert {move.span.start for move in bridged.moves} - {16} in ({0, 8}, {4, 12})  # not adopted
+
+
+def test_too_little_of_another_voice_is_not_a_speaker():
+    once = one_speaker(A, A, B, A)  # one turn of B
+    short = one_speaker(A, A, B, B, A)
+    options = CountCheckOptions(min_speech=6.5)  # B has 6 s
+    assert split(once[0], ["SPEAKER_00"], by_start(once[1])).moves == []
+    assert split(short[0], ["SPEAKER_00"], by_start(short[1]), options).moves == []
+
+
+def test_max_speakers_takes_the_most_separated_voice_first():
+    exclusive, embeddings = one_speaker(A, B, A, B, A, np.array([0.7, 0.0, 0.7]), np.array([0.7, 0.0, 0.7]))
+    everyone = split(exclusive, ["SPEAKER_00"], by_start(embeddings))
+    assert len({move.new for move in everyone.moves}) == 2
+    one_more = split(exclusive, ["SPEAKER_00"], by_start(embeddings), room=1)
+    assert {move.span.start for move in one_more.moves} == {4, 12}  # B, not the voice between A and C
+    assert split(exclusive, ["SPEAKER_00"], by_start(embeddings), room=0).moves == []
+
+
+@pytest.fixture(scope="module")
+def diarizer():
+    import torch
+
+    from whisper_endpoint.diarization import EMBEDDED, load_diarizer
+
+    torch.set_num_threads(1)
+    return load_diarizer(EMBEDDED)
+
+
+@pytest.fixture(scope="module")
+def dialogue():
+    return decode_reference(DIALOGUE)
+
+
+def test_alike_voices_are_counted_without_hints_and_the_counts_asked_for_still_bound(diarizer, dialogue):
+    truth = json.loads(DIALOGUE.with_suffix(".json").read_text())["turns"]
+    assert len({turn["speaker"] for turn in truth}) == 3
+    assert diarizer.diarize(dialogue).speakers == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_02"]
+    assert len(diarizer.diarize(dialogue, min_speakers=2).speakers) == 3  # a minimum is no cap
+    assert len(diarizer.diarize(dialogue, max_speakers=2).speakers) == 2
+    assert len(diarizer.diarize(dialogue, num_speakers=2).speakers) == 2  # no check: the count is given
+
+
+def test_without_the_check_two_of_the_three_voices_are_one_speaker(diarizer, dialogue, monkeypatch):
+    monkeypatch.setattr(diarizer.pipeline, "count_check", None)
+    assert len(diarizer.diarize(dialogue).speakers) == 2
+
+
+def test_a_pipeline_file_can_set_or_turn_off_the_check():
+    """What ``params: {count_check: ...}`` under a config.yaml's ``pipeline:`` gives the class."""
+    from whisper_endpoint.diarization import pyannote_quietly
+
+    with pyannote_quietly():
+        from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
+
+    assert OfflineSpeakerDiarization(count_check={"similarity": 0.7}).count_check == CountCheckOptions(similarity=0.7)
+    assert OfflineSpeakerDiarization(count_check=False).count_check is None
