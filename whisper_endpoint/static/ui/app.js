@@ -215,11 +215,11 @@ function showUtterance(id, utterance) {
     line.dataset.item = id;
     $("live-transcript").append(line);
   }
-  if (utterance.final && !utterance.text.trim()) {
+  if (utterance.final && !utterance.failed && !utterance.text.trim()) {
     line.remove(); // nothing was said in it
     return;
   }
-  line.textContent = utterance.text.trim() || "…";
+  line.textContent = utterance.text.trim() || (utterance.failed ? "(not transcribed)" : "…");
   line.classList.toggle("pending", !utterance.final);
   line.classList.toggle("failed", utterance.failed);
 }
