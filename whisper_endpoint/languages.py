@@ -29,10 +29,6 @@ def normalize_language(value: str) -> str | None:
     )
 
 
-def language_codes() -> list[str]:
-    return sorted(_tables()[0])
-
-
 def language_names() -> dict[str, str]:
     """Whisper's code -> English name ("ja" -> "japanese"), in code order."""
     codes = _tables()[0]

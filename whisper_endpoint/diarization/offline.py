@@ -164,38 +164,24 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         return pooled.chunk_embeddings(pooled.Trunk(self.embedding_network), waveform, masks, self.tiling, store)
 
     def _check_turns(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray]) -> DiarizeOutput:
-        labels = output.speaker_diarization.labels()
-        centroids = output.speaker_embeddings
-        if centroids is None or len(centroids) != len(labels):
+        labels = _labels_with_centroids(output)
+        if labels is None:
             return output
         found = turn_check.moves(
-            output.exclusive_speaker_diarization, labels, centroids, embed, self.turn_check
+            output.exclusive_speaker_diarization, labels, output.speaker_embeddings, embed, self.turn_check
         )
-        if not found:
-            return output
-        return DiarizeOutput(
-            speaker_diarization=turn_check.apply(output.speaker_diarization, found),
-            exclusive_speaker_diarization=turn_check.apply(output.exclusive_speaker_diarization, found),
-            speaker_embeddings=centroids,
-        )
+        return _moved(output, found) if found else output
 
     def _check_count(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray],
                      options: count_check.CountCheckOptions, max_speakers: int | None) -> DiarizeOutput:
-        labels = output.speaker_diarization.labels()
-        centroids = output.speaker_embeddings
-        if centroids is None or len(centroids) != len(labels):
+        labels = _labels_with_centroids(output)
+        if labels is None:
             return output
         room = None if max_speakers is None else max_speakers - len(labels)
         found = count_check.split(output.exclusive_speaker_diarization, labels, embed, options, room)
         if not found.moves:
             return output
-        regular = turn_check.apply(output.speaker_diarization, found.moves)
-        rows = dict(zip(labels, centroids, strict=True)) | found.centroids
-        return DiarizeOutput(
-            speaker_diarization=regular,
-            exclusive_speaker_diarization=turn_check.apply(output.exclusive_speaker_diarization, found.moves),
-            speaker_embeddings=np.stack([rows[label] for label in regular.labels()]).astype(centroids.dtype),
-        )
+        return _moved(output, found.moves, dict(zip(labels, output.speaker_embeddings, strict=True)) | found.centroids)
 
     def embedder(self, samples: np.ndarray, frames: pooled.FrameStore | None = None) -> Callable[[Segment], np.ndarray]:
         """The speaker embedding of any stretch of ``samples`` (16 kHz), computed on the pipeline's device:
@@ -228,6 +214,27 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             exclusive_speaker_diarization=speech_fill.fill(exclusive, pieces, assign),
             speaker_embeddings=output.speaker_embeddings,
         )
+
+
+def _labels_with_centroids(output: DiarizeOutput) -> list[str] | None:
+    """The speakers, when the output has one centroid for each (what both checks compare turns with)."""
+    labels = output.speaker_diarization.labels()
+    centroids = output.speaker_embeddings
+    return labels if centroids is not None and len(centroids) == len(labels) else None
+
+
+def _moved(output: DiarizeOutput, moves: list[turn_check.Move], centroids: dict | None = None) -> DiarizeOutput:
+    """``output`` with ``moves`` applied to both annotations; ``centroids`` (label -> embedding) when the
+    speakers changed, else the output's own."""
+    regular = turn_check.apply(output.speaker_diarization, moves)
+    embeddings = output.speaker_embeddings
+    if centroids is not None:
+        embeddings = np.stack([centroids[label] for label in regular.labels()]).astype(embeddings.dtype)
+    return DiarizeOutput(
+        speaker_diarization=regular,
+        exclusive_speaker_diarization=turn_check.apply(output.exclusive_speaker_diarization, moves),
+        speaker_embeddings=embeddings,
+    )
 
 
 def _without_overlap(masks: np.ndarray) -> np.ndarray:

@@ -171,11 +171,16 @@ async function run(file) {
     if (error.name !== "AbortError") showError(error);
     if ($("cancel") === document.activeElement) $("submit").focus();
   } finally {
-    hideProgress();
-    state.controller = null;
-    state.job = null;
-    busy(false);
+    settled();
   }
+}
+
+/** A transcription (a run or a resumed job) is over, whatever its outcome. */
+function settled() {
+  hideProgress();
+  state.controller = null;
+  state.job = null;
+  busy(false);
 }
 
 function cancel() {
@@ -199,10 +204,7 @@ async function resumeJob(id) {
     if (error.name !== "AbortError") showError(error);
     if (error.status === 404) jobInUrl(null);
   } finally {
-    hideProgress();
-    state.controller = null;
-    state.job = null;
-    busy(false);
+    settled();
   }
 }
 
