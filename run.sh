@@ -5,6 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 bash scripts/setup.sh >&2
 if [ $# -eq 0 ] || [[ "$1" == --* ]]; then
-    set -- ../shared/audio/clips/asterisk_all-circuits-busy-now.flac "$@"
+    set -- audio/clips/asterisk_all-circuits-busy-now.flac "$@"
 fi
 HF_HUB_OFFLINE=1 exec .venv/bin/whisper-endpoint transcribe "$@"

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED_AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
+AUDIO = ROOT / "audio"
 RATE = 16000
 
 SPECULATIVE_CLIPS = (
@@ -22,7 +21,7 @@ SPECULATIVE_CLIPS = (
 
 
 def clip_path(name: str) -> Path:
-    return SHARED_AUDIO / "clips" / name
+    return AUDIO / "clips" / name
 
 
 @functools.cache
@@ -38,7 +37,7 @@ def clip_language(name: str) -> str:
     """A clip's spoken language (refs.json): short inputs are asked in their own language."""
     import json
 
-    refs = json.loads((SHARED_AUDIO / "clips" / "refs.json").read_text())
+    refs = json.loads((AUDIO / "clips" / "refs.json").read_text())
     return next(item["language"] for item in refs if item["file"] == name)
 
 
@@ -49,7 +48,7 @@ def clip(name: str) -> np.ndarray:
 def long_audio(plan, seconds: float | None = None) -> np.ndarray:
     """The plan's long file, cut to ``seconds`` or repeated end to end to reach it (27 min = two copies);
     with ``plan.long_speech_s``, that much speech followed by silence up to ``seconds``."""
-    audio = samples(SHARED_AUDIO / plan.long_source)
+    audio = samples(AUDIO / plan.long_source)
     if seconds is None:
         return audio
     wanted = int(seconds * RATE)

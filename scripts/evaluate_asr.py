@@ -2,8 +2,8 @@
 
     .venv/bin/python -m scripts.evaluate_asr [--models tiny.en base] [--out results.json]
 
-English: the 30 clips of ../shared/audio/clips (WER). Japanese: ../shared/audio/ja (CER), and the
-13.4 min Dutch ../shared/audio/long (WER), multilingual models only.
+English: the 30 clips of audio/clips (WER). Japanese: audio/ja (CER), and the
+13.4 min Dutch audio/long (WER), multilingual models only.
 Both sides decode greedily (beam 1) with int8 on CPU; the raw side uses faster-whisper's own
 decoder and the same path the handler picks (sequential up to 30 s, batched beyond). Both pack the
 speech found by the VAD into windows the same way; the handler then decodes again what a window
@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-AUDIO = ROOT.parent / "shared" / "audio"
+AUDIO = ROOT / "audio"
 
 
 def raw_transcribe(model_dir: Path, path: Path) -> str:

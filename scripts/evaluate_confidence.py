@@ -9,7 +9,7 @@
 
     python -m scripts.evaluate_confidence [--quick]   # writes results/confidence.json
 
-Dev files (../shared/audio/README.md): the 30 clips and the English flite meeting; ctranslate2 also the
+Dev files (audio/README.md): the 30 clips and the English flite meeting; ctranslate2 also the
 two Dutch dialogues. Tuning-free: nothing is chosen from these numbers.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 from scripts.metrics import normalize, wer
 
 ROOT = Path(__file__).resolve().parents[1]
-AUDIO = ROOT.parent / "shared" / "audio"
+AUDIO = ROOT / "audio"
 THRESHOLD = 0.5
 RUNS = [  # (backend, model, with the Dutch dialogues)
     ("ctranslate2", "embedded:base", True),

@@ -2,15 +2,15 @@
 
     .venv/bin/python -m scripts.evaluate_diarization [--out results/diarization_quality.json] [--threads 1]
 
-Files: every dialogue in ../shared/audio/dialogues, pyannote's own sample (inside the pyannote.audio
-wheel) and the Japanese meeting in ../shared/audio/ja, each with RTTM ground truth. DER as
+Files: every dialogue in audio/dialogues, pyannote's own sample (inside the pyannote.audio
+wheel) and the Japanese meeting in audio/ja, each with RTTM ground truth. DER as
 pyannote.metrics computes it, with a 0.25 s collar, on the exclusive output (one speaker at a time,
 what the word/speaker merge uses). Missed, false alarm and confusion are in seconds.
 
 Variants that share a window step and an embedding method share their segmentation and embeddings
 (computed once per file, as pyannote's own tuning cache does); ``cpu_s`` per file is that of the
 first, uncached run. Rows from issue 19 on (the speed work) are also timed whole, with a fresh
-pipeline, on the first 5 minutes of ../shared/audio/long (``cpu_s_5min_excerpt``, CPU seconds; run
+pipeline, on the first 5 minutes of audio/long (``cpu_s_5min_excerpt``, CPU seconds; run
 with --threads 1 as published). That file is not scored here: it is a held-out check
 (scripts/evaluate_speaker_attribution.py), and the Japanese meeting was never tuned on.
 """
@@ -27,7 +27,7 @@ from pathlib import Path
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
+AUDIO = ROOT / "audio"
 COLLAR = 0.25
 
 # What issue 19 changed is off in the rows before it: each (window, local speaker) pair embedded
@@ -55,7 +55,7 @@ VARIANTS = [
     ("step 0.2 (not adopted)", "window step 0.2: half the segmentation", {"segmentation_step": 0.2}, 0.6, True),
     ("step 0.25 (not adopted)", "window step 0.25", {"segmentation_step": 0.25}, 0.6, True),
 ]
-EXCERPT_S = 300  # CPU time is measured on the first 5 min of ../shared/audio/long (bench item 5's excerpt)
+EXCERPT_S = 300  # CPU time is measured on the first 5 min of audio/long (bench item 5's excerpt)
 
 
 def test_files() -> dict[str, tuple[Path, Path]]:
@@ -69,8 +69,8 @@ def test_files() -> dict[str, tuple[Path, Path]]:
 
 
 def shown(path: Path) -> str:
-    """A path as it reads on any machine: inside the repository's parent, or inside a package."""
-    for base, prefix in ((Path(sys.prefix), "<venv>/"), (ROOT.parent, "../")):
+    """A path as it reads on any machine: inside the repository, or inside a package."""
+    for base, prefix in ((Path(sys.prefix), "<venv>/"), (ROOT, "")):
         if path.is_relative_to(base):
             return prefix + str(path.relative_to(base))
     return str(path)

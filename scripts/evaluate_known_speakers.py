@@ -34,7 +34,7 @@ from pathlib import Path
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
+AUDIO = ROOT / "audio"
 RATE = 16000
 
 # name: (audio, language, dev file (tuned on), recordings the cast is enrolled from)

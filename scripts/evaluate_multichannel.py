@@ -34,7 +34,7 @@ import numpy as np
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
+AUDIO = ROOT / "audio"
 
 # name: language (the dev dialogues only: nothing here is tuned, and the held-out files stay held out)
 FILES = {"fillets_barrel": "nl", "fillets_cave": "nl", "flite_meeting": "en"}

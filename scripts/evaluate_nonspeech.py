@@ -11,7 +11,7 @@ timestamps: every word counts on the non-speech files, only the words outside th
 speech: WER (Whisper's BasicTextNormalizer) before and after, same run, ctranslate2 ``base``: the 30
 clips (each decoded twice through the handler), the three dialogues, the 13.4 min file (long/) and CER
 on the Japanese meeting (ja/), all over 30 s, so decoded once and filtered (see ``_decoded_once``). The
-two last are untuned checks (../shared/audio/README.md): run once, never tuned on.
+two last are untuned checks (audio/README.md): run once, never tuned on.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 
 ROOT = Path(__file__).resolve().parents[1]
-AUDIO = ROOT.parent / "shared" / "audio"
+AUDIO = ROOT / "audio"
 SLACK_S = 1.0  # Whisper's word times are loose by up to about a second at a speech edge
 RUNS = [("ctranslate2", "base"), ("transformers", "tiny.en")]
 AFTER = "speech after non-speech"  # the corpus's kind for its files with speech

@@ -12,7 +12,7 @@ two merges of the same transcript and the same diarization:
   smoothed; runs split at speaker changes), as the handler does;
 - reference: the blog's handler (also insanely-fast-whisper and speechbox): consecutive same-speaker
   turns collapsed, each turn's end matched to the nearest ASR *chunk* end, whole chunks assigned
-  (``reference_merge`` below, written from the algorithm's description in ../shared/docs/anchors.md).
+  (``reference_merge`` below, written from the algorithm's description: the blog's ``postprocess``).
 
 Scores: DER (collar 0.25 s: missed, false alarm, confusion, as % of scored speech) against the RTTM;
 cpWER (cpCER for Japanese) against the per-speaker reference text of the file's JSON. The pyannote
@@ -31,7 +31,7 @@ from pathlib import Path
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
+AUDIO = ROOT / "audio"
 
 from scripts.evaluate_diarization import read_rttm, score, shown  # noqa: E402  (same DER scoring)
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m scripts.evaluate_transformers [--models tiny.en base] [--out results.json]
 
-For each model, on the 30 clips of ../shared/audio/clips, greedy (beam 1), no timestamps, fp32 CPU:
+For each model, on the 30 clips of audio/clips, greedy (beam 1), no timestamps, fp32 CPU:
 - the handler with ASR_BACKEND=transformers (converted weights, faster-whisper's feature padding);
 - faster-whisper on the original CTranslate2 weights (float32): same text expected;
 - the raw transformers pipeline on the converted weights with its stock feature extractor, and the
@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-CLIPS = ROOT.parent / "shared" / "audio" / "clips"
+CLIPS = ROOT / "audio" / "clips"
 
 
 def _timed(fn, items):

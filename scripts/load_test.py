@@ -22,7 +22,7 @@ from pathlib import Path
 
 import requests
 
-DEFAULT_CLIP = Path(__file__).resolve().parents[2] / "shared/audio/clips/asterisk_all-circuits-busy-now.flac"
+DEFAULT_CLIP = Path(__file__).resolve().parents[1] / "audio/clips/asterisk_all-circuits-busy-now.flac"
 
 
 def rss_mib(pid: int | None) -> float | None:

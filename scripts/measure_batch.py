@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_INPUTS = [str(ROOT.parent / "shared" / "audio" / "clips")]
+DEFAULT_INPUTS = [str(ROOT / "audio" / "clips")]
 
 
 def run_mode(name: str, inputs: list[str], model: str, extra: list[str], env: dict) -> dict:

@@ -69,7 +69,7 @@ def batch_memory_child(windows: int) -> dict:
     from faster_whisper.feature_extractor import FeatureExtractor
 
     from bench.measure import peak_rss_mib, reset_peak_rss, rss_mib
-    from tests.conftest import SHARED_AUDIO
+    from tests.conftest import AUDIO
     from whisper_endpoint import embedded
     from whisper_endpoint.audio import decode_file
     from whisper_endpoint.config import ModelSettings
@@ -77,7 +77,7 @@ def batch_memory_child(windows: int) -> dict:
     cache = ModelSettings().model_cache_dir
     model = WhisperModel(str(embedded.model_dir(cache, embedded.MODELS["base"])), device="cpu",
                          compute_type="int8", cpu_threads=1)
-    audio = decode_file((SHARED_AUDIO / "long" / "fillets_long.flac").read_bytes(), max_seconds=3600).samples
+    audio = decode_file((AUDIO / "long" / "fillets_long.flac").read_bytes(), max_seconds=3600).samples
     features = FeatureExtractor(feature_size=model.model.n_mels)(audio[: windows * 30 * 16000])
     batch = np.stack([features[:, i * 3000: (i + 1) * 3000] for i in range(windows)]).astype(np.float32)
     del audio, features

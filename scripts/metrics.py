@@ -1,7 +1,7 @@
 """Word and character error rates as the evaluation scripts and tests report them.
 
 Text is normalised with Whisper's BasicTextNormalizer (lower case, no punctuation), as in the
-baselines of ../shared/audio/README.md. jiwer is a development dependency, imported on use.
+baselines of audio/README.md. jiwer is a development dependency, imported on use.
 """
 
 from __future__ import annotations

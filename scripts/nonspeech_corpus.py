@@ -7,7 +7,7 @@ Digital silence, room tone, white/pink/brown noise, mains hum, DTMF, ringback an
 ``apt-get install asterisk-moh-opsound-wav``), telephone band as the package ships it; other music
 synthesised (piano-like arpeggios, a band loop with drums, a bowed melody with vibrato), because no
 small Debian package carries free instrumental music as plain audio. The speech files put a clip of
-../shared/audio/clips after 20-60 s of silence, room tone, noise or hold music.
+audio/clips after 20-60 s of silence, room tone, noise or hold music.
 
 Every file is 16 kHz mono 16-bit WAV, 5-120 s, written once into the cache folder (about 40 MB: not
 committed). ``build()`` returns the items with what each holds; ``scripts.evaluate_nonspeech`` uses it.
@@ -25,7 +25,7 @@ import numpy as np
 
 RATE = 16000
 MOH = Path("/usr/share/asterisk/moh")
-CLIPS = Path(__file__).resolve().parents[1].parent / "shared" / "audio" / "clips"
+CLIPS = Path(__file__).resolve().parents[1] / "audio" / "clips"
 VERSION = 1  # bump when the recipe changes: the cache folder is rebuilt
 
 

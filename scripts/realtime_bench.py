@@ -4,7 +4,7 @@
                                      [--japanese] [--out results/realtime_base.json]
 
 Starts the server in this process on 127.0.0.1 (the model from --model, int8 on CPU), then each of
---sessions sessions streams the 30 clips of ../shared/audio/clips back to back, --pause s of silence
+--sessions sessions streams the 30 clips of audio/clips back to back, --pause s of silence
 between them, at 24 kHz in 100 ms appends at real-time pace (server VAD, OpenAI's defaults). Measured:
 from each clip's last sample sent to its `completed` event (p50/p95), from its first sample sent to
 its first delta, and the WER of the session's transcripts against file transcription of the same
@@ -30,7 +30,7 @@ from scripts.load_test import percentile
 from scripts.loopback import serve
 from scripts.metrics import cer, wer
 
-AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"
+AUDIO = Path(__file__).resolve().parents[1] / "audio"
 RATE = 24000
 FRAME = 2400  # 100 ms
 

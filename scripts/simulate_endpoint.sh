@@ -16,7 +16,16 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 CACHE="${SIMULATE_CACHE:-$HOME/.cache/whisper-endpoint/simulate}"
-TOOLKIT="${TOOLKIT_DIR:-$ROOT/../shared/hf-inference-toolkit}"  # the toolkit's source (read-only: copied before use)
+# The toolkit's source (read-only: copied before use). It has no PyPI release: take a checkout of
+# huggingface/huggingface-inference-toolkit (commit 833b5a2 was simulated) and point TOOLKIT_DIR at it. The
+# default is where this project's development machines keep one, beside the repository: the one path outside
+# the repository that anything here names, and only as this optional script's default.
+TOOLKIT="${TOOLKIT_DIR:-$ROOT/../shared/hf-inference-toolkit}"
+if [ ! -d "$TOOLKIT/src/huggingface_inference_toolkit" ]; then
+    echo "simulate_endpoint.sh: no inference toolkit source at $TOOLKIT: check out" \
+        "huggingface/huggingface-inference-toolkit and run with TOOLKIT_DIR=/path/to/that/checkout" >&2
+    exit 2
+fi
 PYTHON="${SIMULATE_PYTHON:-python3.11}"   # both images run Python 3.11
 HOST_PY="${HOST_PYTHON:-$ROOT/.venv/bin/python}"
 [ -x "$HOST_PY" ] || HOST_PY=python3

@@ -1,7 +1,7 @@
 """The files issue 28's speaker count is measured on, and how alike their voices are.
 
 Sets: ``tuning`` and ``judging`` (audio/alike_voices, made by its generate.py), ``negatives`` (one
-speaker each: two made there, plus ../shared/audio/clips' 30 prompts joined here, in name order with
+speaker each: two made there, plus audio/clips' 30 prompts joined here, in name order with
 0.5 s between them), ``dev`` (the four files the diarizer was tuned on), ``held_out`` (the Japanese
 meeting) and ``long`` (the 13.4 min file). Which sets were tuned on: ``TUNED``.
 

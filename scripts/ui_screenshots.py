@@ -24,7 +24,7 @@ from playwright.sync_api import expect, sync_playwright  # noqa: E402
 from scripts.browser import launch, microphone_wav  # noqa: E402
 from scripts.loopback import serve  # noqa: E402
 
-AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"
+AUDIO = Path(__file__).resolve().parents[1] / "audio"
 MEETING = AUDIO / "dialogues" / "flite_meeting.flac"
 NAMES = ("Ann", "Raj", "Ben")
 LIVE_CLIP = AUDIO / "clips" / "asterisk_dictate_play_help.flac"

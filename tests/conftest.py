@@ -22,8 +22,8 @@ def pytest_configure(config):
         config.option.allow_unix_socket = True  # local IPC (multiprocessing, Ray's workers)
 
 
-SHARED_AUDIO = Path(os.environ.get("SHARED_AUDIO", ROOT.parent / "shared" / "audio"))
-CLIPS = SHARED_AUDIO / "clips"
+AUDIO = ROOT / "audio"
+CLIPS = AUDIO / "clips"
 
 
 def clip_refs() -> dict[str, str]:

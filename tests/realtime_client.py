@@ -1,4 +1,4 @@
-"""A live-transcription client for the tests: real audio from ../shared/audio as PCM16 frames over a
+"""A live-transcription client for the tests: real audio from audio/ as PCM16 frames over a
 real WebSocket (the ``websockets`` library), and the server's events collected as they come."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 from websockets.sync.client import connect
 
-AUDIO = Path(__file__).resolve().parents[1] / ".." / "shared" / "audio"
+AUDIO = Path(__file__).resolve().parents[1] / "audio"
 
 
 def silence(seconds: float, rate: int) -> np.ndarray:

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.conftest import SHARED_AUDIO, encode, read_clip
+from tests.conftest import AUDIO, encode, read_clip
 from tests.serving_helpers import live_server, wait_until
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.config import ModelSettings
@@ -35,7 +35,7 @@ LONG = {"return_timestamps": "word", "chunk_length_s": 4, "batch_size": 1}
 
 
 def _slice(name: str, start_s: float, seconds: float = 8.0):
-    samples = decode_file((SHARED_AUDIO / "dialogues" / name).read_bytes(), max_seconds=600).samples
+    samples = decode_file((AUDIO / "dialogues" / name).read_bytes(), max_seconds=600).samples
     return samples[round(start_s * RATE): round((start_s + seconds) * RATE)]
 
 

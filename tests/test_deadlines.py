@@ -15,7 +15,7 @@ import openai
 import pytest
 import requests
 
-from tests.conftest import SHARED_AUDIO
+from tests.conftest import AUDIO
 from tests.serving_helpers import TEXT, HeldHandler, live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
@@ -28,7 +28,7 @@ WINDOWS = 5
 
 @pytest.fixture(scope="module")
 def long_audio() -> bytes:
-    return (SHARED_AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()
+    return (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()
 
 
 def _raw_post(url: str, path: str, body: bytes) -> socket.socket:

@@ -5,9 +5,9 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import SHARED_AUDIO, read_clip
+from tests.conftest import AUDIO, read_clip
 
-MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
+MEETING = AUDIO / "dialogues" / "flite_meeting.flac"
 
 
 @pytest.fixture(scope="module")

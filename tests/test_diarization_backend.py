@@ -9,7 +9,7 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, SHARED_AUDIO, decode_reference
+from tests.conftest import ROOT, AUDIO, decode_reference
 from whisper_endpoint.diarization import Diarization, load_diarizer
 from whisper_endpoint.errors import InvalidParameterError, ModelLoadError
 from whisper_endpoint.results import SpeakerTurn
@@ -138,7 +138,7 @@ def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_
     comes back whole, and only edges near the cut may move (Silero's state starts afresh there)."""
     from whisper_endpoint.diarization import speech_fill
 
-    samples = decode_reference(SHARED_AUDIO / "dialogues" / "flite_meeting.flac")
+    samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")
     options = speech_fill.SpeechFillOptions()
     whole = speech_fill.speech_regions(samples, options)
     monkeypatch.setattr(speech_fill, "BLOCK_SAMPLES", 512 * 500)  # 16 s blocks: two edges in 36 s

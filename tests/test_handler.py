@@ -181,11 +181,11 @@ def test_handler_keeps_working_after_errors(tiny_handler):
 
 
 def test_japanese_with_the_multilingual_base_model(base_handler):
-    from tests.conftest import SHARED_AUDIO
+    from tests.conftest import AUDIO
 
-    meeting = json.loads((SHARED_AUDIO / "ja" / "kokoro_ja_meeting.json").read_text())
+    meeting = json.loads((AUDIO / "ja" / "kokoro_ja_meeting.json").read_text())
     reference = "".join(turn["text"] for turn in meeting["turns"])
-    data = (SHARED_AUDIO / "ja" / "kokoro_ja_meeting.flac").read_bytes()
+    data = (AUDIO / "ja" / "kokoro_ja_meeting.flac").read_bytes()
     detected = base_handler({"inputs": data, "parameters": {"return_timestamps": "none"}})
     named = base_handler({"inputs": data, "parameters": {"language": "japanese", "return_timestamps": "none"}})
     from scripts.metrics import cer

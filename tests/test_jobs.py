@@ -21,7 +21,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from tests.conftest import ROOT, SHARED_AUDIO
+from tests.conftest import ROOT, AUDIO
 from tests.serving_helpers import TEXT, free_port, live_server, wait_until
 from whisper_endpoint.jobs import JobSettings, JobStore
 from whisper_endpoint.serving.app import create_app
@@ -242,7 +242,7 @@ def test_jobs_survive_a_killed_server(tmp_path, clip):
     """SIGKILL while a job decodes and another waits; a new process on the same SQLite file finishes both."""
     db, port = tmp_path / "jobs.sqlite", free_port()
     url = f"http://127.0.0.1:{port}"
-    long_audio = (SHARED_AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()  # 36 s: seconds to decode
+    long_audio = (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()  # 36 s: seconds to decode
     log = (tmp_path / "server.log").open("w")
     first = _start_server(port, db, log)
     try:

@@ -22,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from tests.conftest import ROOT, SHARED_AUDIO
+from tests.conftest import ROOT, AUDIO
 from tests.serving_helpers import TEXT, HeldHandler, LiveServer, free_port, live_server, wait_until
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.decode_context import DecodeContext
@@ -39,7 +39,7 @@ WINDOWS = 5
 
 @pytest.fixture(scope="module")
 def long_audio() -> bytes:
-    return (SHARED_AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()
+    return (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()
 
 
 def _job(url: str, job_id: str) -> dict:
@@ -102,7 +102,7 @@ def test_deleting_a_running_job_stops_its_decode_and_the_next_one_runs(tiny_hand
 def test_progress_counts_the_windows_then_the_diarizing_stage(diarizing_handler):
     """The hook behind GET /jobs/{id}'s progress: every window in order, segments final and in time
     order at each report, then the diarizing stage (8 s in 4 s windows, one per batch)."""
-    samples = decode_file((SHARED_AUDIO / "dialogues" / "flite_meeting.flac").read_bytes(), max_seconds=600).samples
+    samples = decode_file((AUDIO / "dialogues" / "flite_meeting.flac").read_bytes(), max_seconds=600).samples
     reports = []
     context = DecodeContext(listeners=(reports.append,))
     result = diarizing_handler.run({"inputs": {"array": samples[: 8 * 16000], "sampling_rate": 16000},
@@ -161,7 +161,7 @@ def test_sigterm_with_a_job_running_loses_nothing(tmp_path):
     cache = os.environ.get("TEST_MODEL_CACHE", os.path.expanduser("~/.cache/whisper-endpoint"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MODEL_CACHE_DIR": cache, "ASR_MODEL": "embedded:tiny.en",
            "PORT": str(port), "HOST": "127.0.0.1", "JOBS_DB": str(db), "JOBS_POLL_S": "0.2", "OMP_NUM_THREADS": "1"}
-    audio = (SHARED_AUDIO / "dialogues" / "fillets_cave.flac").read_bytes()  # 125 s: 13 windows
+    audio = (AUDIO / "dialogues" / "fillets_cave.flac").read_bytes()  # 125 s: 13 windows
     with (tmp_path / "server.log").open("w") as log:
         server = subprocess.Popen([sys.executable, "-m", "whisper_endpoint.serving"], cwd=ROOT, env=env,
                                   stdout=log, stderr=subprocess.STDOUT)

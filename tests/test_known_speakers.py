@@ -27,7 +27,7 @@ from whisper_endpoint.config import InferenceConfig
 from whisper_endpoint.errors import ModelLoadError
 from whisper_endpoint.speaker_names import MATCH_THRESHOLD, match
 
-AUDIO = Path(__file__).resolve().parents[2] / "shared" / "audio"
+AUDIO = Path(__file__).resolve().parents[1] / "audio"
 BARREL = AUDIO / "dialogues" / "fillets_barrel.flac"
 LONG = AUDIO / "long" / "fillets_long.flac"
 RATE, EXCERPT_S, ENROL_FROM_S = 16000, 30.0, 64.0

@@ -15,7 +15,7 @@ import openai
 import pytest
 import requests
 
-from tests.conftest import SHARED_AUDIO, encode
+from tests.conftest import AUDIO, encode
 from tests.serving_helpers import HeldHandler, live_server, wait_until
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.serving.app import create_app
@@ -28,7 +28,7 @@ LONG = {"chunk_length_s": "10", "batch_size": "1"}
 
 @pytest.fixture(scope="module")
 def long_audio() -> bytes:
-    return (SHARED_AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()
+    return (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()
 
 
 def _post(url: str, audio: bytes, **fields) -> requests.Response:

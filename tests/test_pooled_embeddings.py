@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import SHARED_AUDIO, decode_reference
+from tests.conftest import AUDIO, decode_reference
 from whisper_endpoint.diarization import pyannote_quietly
 
 RATE = 16000
@@ -22,7 +22,7 @@ def trunk():
 
 @pytest.fixture(scope="module")
 def speech():
-    return torch.from_numpy(decode_reference(SHARED_AUDIO / "dialogues" / "flite_meeting.flac"))
+    return torch.from_numpy(decode_reference(AUDIO / "dialogues" / "flite_meeting.flac"))
 
 
 def cosine(a, b) -> float:

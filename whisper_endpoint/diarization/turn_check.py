@@ -3,7 +3,7 @@
 pyannote labels a turn through the local speaker its 10 s windows saw. When two alike voices
 follow each other closely, a window can take the end of one turn and the start of the next for one
 local speaker, and the mixed embedding sends that stretch to the wrong cluster (seen on
-../shared/audio/ja: the last 2 s of one woman's turn given to the other woman, who spoke next).
+audio/ja: the last 2 s of one woman's turn given to the other woman, who spoke next).
 Embedding each exclusive turn of at least ``min_duration`` seconds on its own, and giving it to the
 speaker whose centroid is nearest, corrects that; turns that already match keep their label.
 The same move is applied to the regular (overlap-aware) diarization over the same time span.

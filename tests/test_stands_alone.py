@@ -1,0 +1,75 @@
+"""The repository stands alone: a clone with nothing beside it runs, tests and benchmarks.
+
+Nothing in the code, tests, benchmarks or scripts may name a folder outside the repository; the one
+exception is the optional platform simulation's default for the inference toolkit's source (its
+location is a setting, TOOLKIT_DIR, and the script says where to get it when it is missing).
+"""
+
+import re
+import subprocess
+
+from tests.conftest import AUDIO, ROOT
+
+CHECKED = ("whisper_endpoint", "tests", "bench", "scripts", "run.sh", "test.sh")
+OUTSIDE = re.compile(
+    r"\.\./shared"  # the development machines' folder beside the clone
+    r"|parents?\[\d\]\s*/\s*[\"']shared[\"']|\.parent\s*/\s*[\"']shared[\"']"  # the same, built with pathlib
+    r"|SHARED_AUDIO"  # the old setting that pointed the tests there
+)
+ALLOWED = {("scripts/simulate_endpoint.sh", 'TOOLKIT="${TOOLKIT_DIR:-$ROOT/../shared/hf-inference-toolkit}"')}
+
+
+def outside_references(root=ROOT) -> list[str]:
+    listed = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", *CHECKED],
+        cwd=root, capture_output=True, text=True, check=True,
+    ).stdout.split()
+    hits = []
+    for name in listed:
+        path = root / name
+        if name == "tests/test_stands_alone.py" or not path.is_file():
+            continue
+        try:
+            lines = path.read_text().splitlines()
+        except UnicodeDecodeError:
+            continue  # binary data (audio, images)
+        for number, line in enumerate(lines, 1):
+            if OUTSIDE.search(line) and (name, line.strip()) not in ALLOWED:
+                hits.append(f"{name}:{number}: {line.strip()}")
+    return hits
+
+
+def test_nothing_reads_outside_the_repository():
+    assert outside_references() == []
+
+
+def test_the_check_finds_a_planted_reference(tmp_path):
+    """The scan itself works: a planted path outside the repository is reported, the allowed line is not."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "simulate_endpoint.sh").write_text(next(iter(ALLOWED))[1] + "\n")
+    (tmp_path / "scripts" / "planted.py").write_text('AUDIO = ROOT.parent / "shared" / "audio"\n')
+    (tmp_path / "run.sh").write_text("set -- ../shared/audio/clips/x.flac\n")
+    assert outside_references(tmp_path) == [
+        'run.sh:1: set -- ../shared/audio/clips/x.flac',
+        'scripts/planted.py:1: AUDIO = ROOT.parent / "shared" / "audio"',
+    ]
+
+
+def test_run_sh_default_file_is_in_the_repository():
+    default = re.search(r"set -- (\S+\.flac)", (ROOT / "run.sh").read_text()).group(1)
+    assert (ROOT / default).is_file() and (ROOT / default).resolve().is_relative_to(AUDIO)
+
+
+def test_the_audio_and_its_ground_truth_are_committed():
+    """Every file the tests, benchmarks and evaluations read is tracked, with its ground truth beside it."""
+    tracked = set(subprocess.run(
+        ["git", "ls-files", "audio"], cwd=ROOT, capture_output=True, text=True, check=True,
+    ).stdout.split())
+    assert "audio/clips/refs.json" in tracked and len([n for n in tracked if n.startswith("audio/clips/")]) == 31
+    for stem in ("dialogues/fillets_barrel", "dialogues/fillets_cave", "dialogues/flite_meeting",
+                 "ja/kokoro_ja_meeting", "long/fillets_long"):
+        for suffix in (".flac", ".rttm", ".json"):
+            assert f"audio/{stem}{suffix}" in tracked
+    size = sum((ROOT / name).stat().st_size for name in tracked)
+    assert size < 30 * 2**20, f"committed audio is {size / 2**20:.1f} MiB (the bound is 30 MiB)"
