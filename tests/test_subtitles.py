@@ -127,6 +127,15 @@ def test_a_short_cue_stays_on_into_the_silence_but_never_over_the_next():
     assert times(first) == (0.0, round(0.5 - MIN_GAP_S, 3)) and times(second)[0] == 0.5
 
 
+def test_lines_are_as_even_as_the_breaks_allow():
+    text = "one two three four five six seven eight nine ten eleven twelve"  # 63 columns: two lines
+    cue = cue_blocks(srt({"speakers": [], "chunks": [{"text": " " + text, "timestamp": [0.0, 4.0]}]}))[0]
+    assert cue[2:] == ["one two three four five six seven", "eight nine ten eleven twelve"]  # 33 and 29
+    cue = cue_blocks(srt({"speakers": [], "chunks": [{"text": " " + text, "timestamp": [0.0, 4.0]}]},
+                         max_line_width=25, max_line_count=3))[0]
+    assert cue[2:] == ["one two three four", "five six seven eight", "nine ten eleven twelve"]
+
+
 def test_japanese_lines_break_at_punctuation_and_wide_characters_count_two_columns():
     text = "おはようございます。今日の会議を始めましょう。はい、まず先月の売上について報告します。"
     chunks = [{"text": c, "timestamp": [i * 0.15, i * 0.15 + 0.14]} for i, c in enumerate(text)]
