@@ -162,10 +162,12 @@ def test_models(client):
 
 def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, audio):
     client, handler = diarized
-    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt")
+    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt",
+                                             extra_body={"subtitle_cues": "segment"})
     assert srt == ("1\n00:00:00,000 --> 00:00:00,900\n[SPEAKER_00] All circuits\n\n"
                    "2\n00:00:00,900 --> 00:00:01,801\n[SPEAKER_01] are busy now.\n")
-    vtt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="vtt")
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="vtt",
+                                             extra_body={"subtitle_cues": "segment"})
     assert "00:00:00.900 --> 00:00:01.801\n<v SPEAKER_01>are busy now.\n" in vtt
     result = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="diarized_json")
     assert result.text == TEXT
