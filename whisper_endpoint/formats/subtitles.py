@@ -27,14 +27,14 @@ def srt(lines: list[Cue]) -> str:
     blocks = []
     for number, (start, end, text, speaker) in enumerate(lines, 1):
         label = f"[{speaker}] " if speaker else ""
-        blocks.append(f"{number}\n{clock(start, ',')} --> {clock(end, ',')}\n{label}{text}\n")
+        blocks.append(f"{number}\n{clock(start, ',')} --> {clock(end, ',')}\n{label}{_one_line(text)}\n")
     return "\n".join(blocks)
 
 
 def vtt(lines: list[Cue]) -> str:
     blocks = ["WEBVTT\n"]
     for start, end, text, speaker in lines:
-        text = _vtt_escape(text)
+        text = _vtt_escape(_one_line(text))
         if speaker:
             text = f"<v {_vtt_escape(speaker)}>{text}"
         blocks.append(f"{clock(start, '.')} --> {clock(end, '.')}\n{text}\n")
@@ -48,6 +48,11 @@ def clock(seconds: float, decimal: str) -> str:
     minutes, millis = divmod(millis, 60_000)
     secs, millis = divmod(millis, 1000)
     return f"{hours:02d}:{minutes:02d}:{secs:02d}{decimal}{millis:03d}"
+
+
+def _one_line(text: str) -> str:
+    # A blank line inside a cue's text would end the cue there; tabs and spaces within a line stay.
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _vtt_escape(text: str) -> str:
