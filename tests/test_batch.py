@@ -69,7 +69,11 @@ def test_twenty_files_give_nineteen_results_and_one_recorded_failure(first_run, 
     assert error["file"] == str(audio_tree / CORRUPT)
     assert not (out / f"{CORRUPT}.json").exists()
     assert summary.failures == [{"file": CORRUPT, "error": error["error"]}]
-    assert summary.real_time_factor > 0
+    # The speed is the wall time over the audio that was transcribed: the 19 results' own durations.
+    audio_s = sum(json.loads((out / f"{item.relative}.json").read_text())["duration"]
+                  for item in items if item.relative != CORRUPT)
+    assert summary.audio_s == pytest.approx(audio_s, abs=1e-3) and summary.wall_s > 0
+    assert summary.real_time_factor == pytest.approx(summary.wall_s / audio_s, rel=1e-4)
     assert not list(out.rglob("*.tmp")), "temporary files left behind"
 
 

@@ -1,5 +1,6 @@
 """The speaker split of issue 28 (whisper_endpoint/diarization/count_check.py): on made-up embeddings, then
-on one committed alike-voice dialogue that the diarizer miscounted before it."""
+on a judging dialogue (not tuned on, results/speaker_count.json) that the diarizer miscounted before it,
+and on a one-voice negative that must stay one speaker."""
 
 import json
 
@@ -11,7 +12,9 @@ from tests.conftest import ROOT, decode_reference
 from whisper_endpoint.diarization.count_check import CountCheckOptions, split
 from whisper_endpoint.diarization.turn_check import Move
 
-DIALOGUE = ROOT / "audio" / "alike_voices" / "tuning" / "t2_rms_copy_awb.flac"  # rms, a copy 3 semitones up, awb
+ALIKE = ROOT / "audio" / "alike_voices"
+DIALOGUE = ALIKE / "judging" / "j6_awb_kal16.flac"  # flite's awb and kal16: one speaker without the check
+ONE_VOICE = ALIKE / "negatives" / "n2_slt_varied.flac"  # slt at varied rates and pitches
 A, B, C = np.eye(3)
 
 
@@ -98,16 +101,22 @@ def dialogue():
 
 def test_alike_voices_are_counted_without_hints_and_the_counts_asked_for_still_bound(diarizer, dialogue):
     truth = json.loads(DIALOGUE.with_suffix(".json").read_text())["turns"]
-    assert len({turn["speaker"] for turn in truth}) == 3
-    assert diarizer.diarize(dialogue).speakers == ["SPEAKER_00", "SPEAKER_01", "SPEAKER_02"]
-    assert len(diarizer.diarize(dialogue, min_speakers=2).speakers) == 3  # a minimum is no cap
-    assert len(diarizer.diarize(dialogue, max_speakers=2).speakers) == 2
-    assert len(diarizer.diarize(dialogue, num_speakers=2).speakers) == 2  # no check: the count is given
+    assert len({turn["speaker"] for turn in truth}) == 2
+    assert diarizer.diarize(dialogue).speakers == ["SPEAKER_00", "SPEAKER_01"]
+    assert len(diarizer.diarize(dialogue, min_speakers=1).speakers) == 2  # a minimum is no cap
+    assert len(diarizer.diarize(dialogue, max_speakers=1).speakers) == 1
+    assert len(diarizer.diarize(dialogue, num_speakers=1).speakers) == 1  # no check: the count is given
 
 
-def test_without_the_check_two_of_the_three_voices_are_one_speaker(diarizer, dialogue, monkeypatch):
+def test_without_the_check_the_two_voices_are_one_speaker(diarizer, dialogue, monkeypatch):
     monkeypatch.setattr(diarizer.pipeline, "count_check", None)
-    assert len(diarizer.diarize(dialogue).speakers) == 2
+    assert len(diarizer.diarize(dialogue).speakers) == 1
+
+
+def test_one_voice_that_varies_stays_one_speaker(diarizer):
+    truth = json.loads(ONE_VOICE.with_suffix(".json").read_text())["turns"]
+    assert len({turn["speaker"] for turn in truth}) == 1
+    assert diarizer.diarize(decode_reference(ONE_VOICE)).speakers == ["SPEAKER_00"]
 
 
 def test_a_pipeline_file_can_set_or_turn_off_the_check():

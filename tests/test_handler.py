@@ -191,15 +191,17 @@ def test_japanese_with_the_multilingual_base_model(base_handler):
     from scripts.metrics import cer
 
     assert detected["language"] == "ja" and named["language"] == "ja"
-    assert cer([reference], [named["text"]]) < 0.15
+    # CER measured 14.2% here (int8, 1 or 2 threads), 13.1% with float32 and on the development machine: the
+    # kernels differ between CPUs and compute types. Each bound sits twice its measured spread above the
+    # highest measure.
+    assert cer([reference], [named["text"]]) < 0.165
     assert "アプリの公開" in named["text"]
-    # With timestamps, batched decoding can stop a window early (faster-whisper 1.2.1's batched pipeline drops
-    # "テストが順調なら" here): the second pass over that window's remainder (backends/windows.py) keeps it.
-    # Only our own behaviour is asserted; whether upstream still drops it is not this suite's business.
+    # With timestamps the batched decoder stops a window early on this meeting (faster-whisper 1.2.1 drops
+    # "テストが順調なら": a precondition, asserted, so the recovery check below cannot pass by default); the
+    # second pass over that window's remainder (backends/windows.py) keeps it. CER with it 10.9% (int8) to
+    # 13.1% (float32), without it 14.8% to 16.9%.
     stamped = {recover: base_handler({"inputs": data, "parameters": {"language": "ja", "recover_dropped_speech": recover}})
                for recover in (True, False)}
-    assert stamped[False]["decoding"]["remainders_decoded_again"] == 0
-    assert cer([reference], [stamped[True]["text"]]) < 0.15
-    assert "順調" in stamped[True]["text"]  # テストが順調なら
-    if "順調" not in stamped[False]["text"]:  # the batched pass dropped it: the second pass is what kept it
-        assert stamped[True]["decoding"]["remainders_decoded_again"] >= 1
+    assert stamped[False]["decoding"]["remainders_decoded_again"] == 0 and "順調" not in stamped[False]["text"]
+    assert stamped[True]["decoding"]["remainders_decoded_again"] >= 1 and "順調" in stamped[True]["text"]
+    assert cer([reference], [stamped[True]["text"]]) < min(0.175, cer([reference], [stamped[False]["text"]]))

@@ -44,9 +44,11 @@ def server(handler, tmp_path_factory):
         yield running
 
 
-def check_result(case: Case, text: str) -> None:
+def check_result(case: Case, result: dict) -> None:
     if case.text is not ANY:
-        assert text == case.text, case.name
+        assert result["text"] == case.text, case.name
+    if case.warns is not None:
+        assert case.warns in result["warnings"], (case.name, result["warnings"])
 
 
 def check_error(case: Case, status: int, code: str, message: str) -> None:
@@ -60,7 +62,7 @@ def check_error(case: Case, status: int, code: str, message: str) -> None:
 def test_handler_gives_each_case_its_documented_status(handler, case):
     payload = case.payload()
     if case.status == 200:
-        check_result(case, handler(payload)["text"])
+        check_result(case, handler(payload))
         return
     with pytest.raises(EndpointError) as info:
         handler(payload)
@@ -95,7 +97,7 @@ def outcome(case: Case, response: requests.Response) -> None:
     body = response.json()
     if response.status_code == 200:
         assert case.status == 200, f"{case.name}: 200 instead of {case.status}"
-        check_result(case, body["text"])
+        check_result(case, body)
         return
     error = body["error"]
     if isinstance(error, dict):  # OpenAI's shape on /v1

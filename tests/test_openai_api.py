@@ -13,12 +13,6 @@ from whisper_endpoint import formats
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 
-SPEAKERS = [
-    {"speaker": "SPEAKER_00", "text": " All circuits", "timestamp": [0.0, 0.9]},
-    {"speaker": "SPEAKER_01", "text": " are busy now.", "timestamp": [0.9, 1.801]},
-]
-
-
 @pytest.fixture(scope="module")
 def audio() -> tuple[str, bytes]:
     return ("busy.flac", read_clip(CLIP))
@@ -30,26 +24,33 @@ def client(tiny_handler):
         yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0)
 
 
-class Diarized:
-    """The real handler plus speaker runs, as the handler returns them when DIARIZATION_MODEL is set."""
-
-    diarizer = "a diarization pipeline"
+class Recorded:
+    """The session's real diarizing handler, recording what each request asked for and what it answered."""
 
     def __init__(self, handler):
-        self.handler, self.asr, self.seen = handler, handler.asr, []
+        self.handler, self.asr, self.diarizer = handler, handler.asr, handler.diarizer
+        self.seen, self.results = [], []
 
     def __call__(self, data):
         self.seen.append(dict(data["parameters"]))
-        # The wrapped handler has no diarizer of its own.
-        parameters = {k: v for k, v in data["parameters"].items() if k != "diarize"}
-        return {**self.handler({**data, "parameters": parameters}), "speakers": SPEAKERS}
+        self.results.append(self.handler(data))
+        return self.results[-1]
 
 
 @pytest.fixture(scope="module")
-def diarized(tiny_handler):
-    handler = Diarized(tiny_handler)
+def diarized(diarizing_handler):
+    handler = Recorded(diarizing_handler)
     with live_server(create_app(ServerSettings(), handler=handler)) as server:
         yield openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0), handler
+
+
+@pytest.fixture(scope="module")
+def two_voices() -> tuple[str, bytes]:
+    """The first 10 s of the flite meeting: two voices."""
+    from tests.conftest import AUDIO, decode_reference, encode
+
+    samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")[: 10 * 16000]
+    return ("two.flac", encode(samples, 16000, "flac", "flac"))
 
 
 def test_json(client, audio):
@@ -160,25 +161,34 @@ def test_models(client):
         client.models.retrieve("whisper-1")
 
 
-def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, audio):
+def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, two_voices):
+    """Each format's labels are the diarizing handler's own speaker runs for that request."""
     client, handler = diarized
-    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt",
-                                             extra_body={"subtitle_cues": "segment"})
-    assert srt == ("1\n00:00:00,000 --> 00:00:00,900\n[SPEAKER_00] All circuits\n\n"
-                   "2\n00:00:00,900 --> 00:00:01,801\n[SPEAKER_01] are busy now.\n")
-    vtt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="vtt",
-                                             extra_body={"subtitle_cues": "segment"})
-    assert "00:00:00.900 --> 00:00:01.801\n<v SPEAKER_01>are busy now.\n" in vtt
-    result = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="diarized_json")
-    assert result.text == TEXT
-    assert [(s.id, s.type, s.speaker, s.text, s.end) for s in result.segments] == [
-        ("seg_0", "transcript.text.segment", "SPEAKER_00", "All circuits", 0.9),
-        ("seg_1", "transcript.text.segment", "SPEAKER_01", "are busy now.", 1.801),
-    ]
-    client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="json")
+    segment_cues = {"subtitle_cues": "segment"}  # one cue per speaker run (readable cues: test_subtitles.py)
+    srt = client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="srt",
+                                             extra_body=segment_cues)
+    runs = [(run["speaker"], run["text"].strip(), run["timestamp"]) for run in handler.results[-1]["speakers"]]
+    assert len({speaker for speaker, _, _ in runs}) == 2
+    blocks = [block.split("\n") for block in srt.strip("\n").split("\n\n")]
+    assert [block[0] for block in blocks] == [str(n) for n in range(1, len(runs) + 1)]
+    assert [block[2] for block in blocks] == [f"[{speaker}] {text}" for speaker, text, _ in runs]
+    assert [block[1] for block in blocks] == [f"{formats.subtitles.clock(start, ',')} --> "
+                                              f"{formats.subtitles.clock(end, ',')}" for _, _, (start, end) in runs]
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="vtt",
+                                             extra_body=segment_cues)
+    runs = [(run["speaker"], run["text"].strip()) for run in handler.results[-1]["speakers"]]
+    assert [block.split("\n")[1] for block in vtt.strip("\n").split("\n\n")[1:]] == [
+        f"<v {speaker}>{text}" for speaker, text in runs]
+    result = client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="diarized_json")
+    response = handler.results[-1]
+    assert result.text == response["text"]
+    assert [(s.id, s.type, s.speaker, s.text, s.start, s.end) for s in result.segments] == [
+        (f"seg_{n}", "transcript.text.segment", run["speaker"], run["text"].strip(), *run["timestamp"])
+        for n, run in enumerate(response["speakers"])]
+    client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="json")
     # Formats that show speakers diarize; json does not, so the server switches it off.
     assert ["diarize" in p for p in handler.seen] == [False, False, False, True]
-    assert handler.seen[-1]["diarize"] is False
+    assert handler.seen[-1]["diarize"] is False and handler.results[-1]["speakers"] == []
 
 
 def test_subtitle_formatting():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -189,9 +190,12 @@ _TIME = (st.sampled_from([None, math.nan, math.inf, -math.inf, -1.0, 0.0, 1e15])
          | st.integers(-10**20, 10**20) | st.text(max_size=3))
 # Mostly the handler's shape with odd values in it (NaN, negative or huge times, blank names), sometimes junk.
 _PAIR = st.lists(_TIME, min_size=2, max_size=2)
-_CHUNK = st.fixed_dictionaries({"text": st.text(max_size=30), "timestamp": _PAIR},
+# Text as people and models write it: line breaks of every kind inside it, blank lines included.
+_LINES = st.lists(st.text(max_size=8) | st.sampled_from(["\n", "\r\n", "\r", "\n\n", " \n \n", "\u2028"]),
+                  max_size=5).map("".join)
+_CHUNK = st.fixed_dictionaries({"text": _LINES, "timestamp": _PAIR},
                                optional={"speaker": st.text(max_size=12) | st.none()})
-_TURN = st.fixed_dictionaries({"speaker": st.text(max_size=12), "text": st.text(max_size=30), "timestamp": _PAIR},
+_TURN = st.fixed_dictionaries({"speaker": st.text(max_size=12), "text": _LINES, "timestamp": _PAIR},
                               optional={"words": _JSON_VALUES})
 _JUNK = st.dictionaries(st.sampled_from(["text", "timestamp", "speaker"]), _JSON_VALUES, max_size=3)
 _TRANSCRIPTS = st.fixed_dictionaries({"text": st.text(max_size=30)}, optional={
@@ -201,20 +205,89 @@ _TRANSCRIPTS = st.fixed_dictionaries({"text": st.text(max_size=30)}, optional={
     "extra": _JSON_VALUES})
 
 
+_BREAK = st.sampled_from(["\n", "\r\n", "\r", "\n\n", " \n \n", "\u2028"])
+_BROKEN = st.tuples(st.text(min_size=1, max_size=8), _BREAK, st.text(min_size=1, max_size=8)).map("".join)
+_SPAN = st.tuples(st.floats(0, 1e4), st.floats(0, 60)).map(lambda pair: [pair[0], pair[0] + pair[1]])
+_NAME = st.text(min_size=1, max_size=12).filter(str.strip)
+# Well-formed transcripts (times the schema takes), every text broken over lines, names too.
+_WELL_FORMED = st.fixed_dictionaries({"text": _BROKEN}, optional={
+    "chunks": st.lists(st.fixed_dictionaries({"text": _BROKEN, "timestamp": _SPAN}), max_size=4),
+    "speakers": st.lists(st.fixed_dictionaries({"speaker": _NAME, "text": _BROKEN, "timestamp": _SPAN}),
+                         max_size=3)})
+
+
 @FAST
-@given(_TRANSCRIPTS, st.sampled_from(["txt", "srt", "vtt", "tsv"]))
-def test_any_body_of_the_formats_route_renders_or_is_rejected_by_its_schema(body, name):
+@given(_TRANSCRIPTS | _WELL_FORMED, st.sampled_from(["txt", "srt", "vtt", "tsv"]),
+       st.sampled_from(["readable", "segment"]))
+def test_any_body_of_the_formats_route_renders_or_is_rejected_by_its_schema(body, name, mode):
     from pydantic import ValidationError
 
     from whisper_endpoint import formats
+    from whisper_endpoint.formats.readable import words_of
     from whisper_endpoint.serving.formats_api import Transcript
 
     try:  # as the route reads its body: JSON text (NaN and Infinity included, as Python's json writes them)
         transcript = Transcript.model_validate_json(json.dumps(body))
     except ValidationError:
         return  # the route's 422, naming the field
-    rendered = formats.render(transcript.model_dump(exclude_none=True), name).body
+    result = transcript.model_dump(exclude_none=True)
+    options = formats.SubtitleOptions(subtitle_cues=mode)
+    rendered = formats.render(result, name, formats.Context(subtitles=options)).body
     assert isinstance(rendered, str)
-    if name in ("srt", "vtt", "tsv"):  # a speaker's name never breaks a cue or a row
-        assert all("\n" not in speaker for speaker in (t.speaker for t in transcript.speakers))
+    cues = formats.cues(result)
+    if name == "tsv":  # a header, then one row of 4 cells per cue: no text or name breaks a row
+        rows = _lines(rendered)
+        assert rows[-1] == "" and len(rows) == len(cues) + 2
+        assert all(len(row.split("\t")) == 4 for row in rows[:-1])
+    elif name in ("srt", "vtt") and mode == "segment":  # every cue parses back: speaker, words, one line
+        texts = _cue_texts(rendered, name)
+        assert len(texts) == len(cues) and all(len(lines) == 1 for lines in texts)
+        for [line], (_, _, text, speaker) in zip(texts, cues):
+            label = (f"[{speaker}] " if name == "srt" else f"<v {speaker}>") if speaker else ""
+            assert line.startswith(label) and line[len(label):].split() == text.split(), (line, speaker, text)
+    elif name in ("srt", "vtt"):  # readable: every cue parses back, at most 2 lines, every word once, in order
+        texts = _cue_texts(rendered, name)
+        assert all(1 <= len(lines) <= options.max_line_count for lines in texts)
+        words = words_of(result)
+        shown = []
+        for lines in texts:
+            speaker = re.match(r"\[(.*?)\] |<v (.*?)>", lines[0])
+            shown += " ".join(lines)[speaker.end() if speaker else 0:].split()
+        # Compared without the spaces: words written without one ("12" "%") share a token on screen.
+        assert "".join(shown) == "".join("".join(word.text.split()) for word in words)
 
+
+_CLOCK = {"srt": r"\d\d:\d\d:\d\d,\d\d\d", "vtt": r"\d\d:\d\d:\d\d\.\d\d\d"}
+
+
+def _lines(text: str) -> list[str]:
+    return re.split(r"\r\n|\r|\n", text)  # the line breaks of SRT and WebVTT readers
+
+
+def _cue_texts(body: str, name: str) -> list[list[str]]:
+    """The text lines of each cue (VTT's entities read back), read as a subtitle reader reads the file: cues
+    end at a blank line; a cue is its number (SRT), its timing line, then its text lines."""
+    import html
+
+    lines = _lines(body)
+    if name == "vtt":
+        assert lines[:2] == ["WEBVTT", ""]
+        lines = lines[2:] or [""]  # no cues: the header alone
+    assert lines[-1] == ""
+    blocks, block = [], []
+    for line in lines[:-1]:
+        if line:
+            block.append(line)
+        else:
+            blocks.append(block)
+            block = []
+    blocks.append(block)
+    found = []
+    for number, block in enumerate(blocks if block else blocks[:-1], 1):
+        if name == "srt":
+            assert block[0] == str(number), block
+            block = block[1:]
+        assert re.fullmatch(f"{_CLOCK[name]} --> {_CLOCK[name]}", block[0]), block
+        assert len(block) >= 2 and not any("-->" in line for line in block[1:]), block
+        found.append(block[1:] if name == "srt" else [html.unescape(line) for line in block[1:]])
+    return found

@@ -33,7 +33,7 @@ def cues(result: dict) -> list[Cue]:
 
 def subtitle_cues(result: dict, options: SubtitleOptions) -> list[Subtitle]:
     if options.subtitle_cues == "segment":
-        return [Subtitle(start, end, text, speaker) for start, end, text, speaker in cues(result)]
+        return [Subtitle(start, end, _one_line(text), speaker) for start, end, text, speaker in cues(result)]
     return readable_cues(words_of(result), options)
 
 
@@ -70,6 +70,11 @@ def clock(seconds: float, decimal: str) -> str:
     minutes, millis = divmod(millis, 60_000)
     secs, millis = divmod(millis, 1000)
     return f"{hours:02d}:{minutes:02d}:{secs:02d}{decimal}{millis:03d}"
+
+
+def _one_line(text: str) -> str:
+    # A blank line inside a cue's text would end the cue there; tabs and spaces within a line stay.
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _vtt_escape(text: str) -> str:
