@@ -42,21 +42,30 @@ def test_rttm_is_the_diarization_turns():
         "SPEAKER my_call.flac 1 1.400 2.100 <NA> <NA> SPEAKER_01 <NA> <NA>\n")
 
 
+SEGMENT_CUES = Context(subtitles=formats.SubtitleOptions(subtitle_cues="segment"))
+
+
 def test_srt_and_vtt_label_speaker_runs():
     assert render(DIARIZED, "srt").body.splitlines()[:3] == ["1", "00:00:00,000 --> 00:00:01,250",
                                                              "[SPEAKER_00] Hello there."]
-    assert "<v SPEAKER_01>General\tKenobi." in render(DIARIZED, "vtt").body
-    assert render(PLAIN, "srt").body.splitlines()[2] == "Hello there."
+    assert "<v SPEAKER_01>General Kenobi." in render(DIARIZED, "vtt").body  # a tab is a space on screen
+    assert "<v SPEAKER_01>General\tKenobi." in render(DIARIZED, "vtt", SEGMENT_CUES).body
+    assert render(PLAIN, "srt").body.splitlines()[2] == "Hello there. General Kenobi."  # both fit one cue
+    assert render(PLAIN, "srt", SEGMENT_CUES).body.splitlines()[2] == "Hello there."
 
 
-def test_word_chunks_with_their_segments_beside_them_give_segment_cues():
-    """The web page asks for words and confidence: its subtitles are the segments, as when asked for segments."""
+def test_word_chunks_with_their_segments_beside_them():
+    """The web page asks for words and confidence: its subtitles are cut from the words (one cue per segment
+    from the segments beside them), its txt and tsv are the segments, as when asked for segments."""
     words = {**PLAIN, "chunks": [{"text": " Hello", "timestamp": [0.0, 0.5], "probability": 0.9},
                                  {"text": " there.", "timestamp": [0.5, 1.25], "probability": 0.8},
                                  {"text": " General\tKenobi.", "timestamp": [1.5, 3.5], "probability": 0.7}],
              "segments": PLAIN["chunks"]}
-    for name in ("srt", "vtt", "txt", "tsv"):
+    for name in ("txt", "tsv"):
         assert render(words, name).body == render(PLAIN, name).body
+    for name in ("srt", "vtt"):
+        assert render(words, name, SEGMENT_CUES).body == render(PLAIN, name, SEGMENT_CUES).body
+    assert render(words, "srt").body == "1\n00:00:00,000 --> 00:00:03,500\nHello there. General Kenobi.\n"
 
 
 def test_openai_bodies():
@@ -98,8 +107,12 @@ def test_every_format_renders_with_its_media_type_and_says_what_it_needs(name):
     assert "Hello there" in text or "SPEAKER_00" in text
     assert formats.timestamps_for(name) in ("none", "segment", "word")
     expected = {**({"return_speaker_turns": True} if FORMATS[name].turns else {}),
-                **({"return_confidence": True} if name == "verbose_json" else {})}
+                **({"return_confidence": True} if name == "verbose_json" else {}),
+                **({"return_timestamps": "word", "return_speaker_words": True} if name in ("srt", "vtt") else {})}
     assert formats.parameters_for(name) == expected
+    if name in ("srt", "vtt"):  # one cue per segment needs no words
+        assert formats.parameters_for(name, {"subtitle_cues": "segment"}) == {}
+        assert formats.timestamps_for(name, request={"subtitle_cues": "segment"}) == "segment"
 
 
 def test_the_command_line_prints_any_format():

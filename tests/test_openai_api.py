@@ -64,12 +64,20 @@ def test_text(client, audio):
 
 
 def test_srt(client, audio):
-    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt")
+    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt",
+                                             extra_body={"subtitle_cues": "segment"})
     assert srt == f"1\n00:00:00,000 --> 00:00:01,801\n{TEXT}\n"
+    # Readable cues (the default) are timed by the words: the first word's start to the last word's end.
+    words = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="verbose_json",
+                                               timestamp_granularities=["word"]).words
+    srt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="srt")
+    clock = formats.subtitles.clock
+    assert srt == f"1\n{clock(words[0].start, ',')} --> {clock(words[-1].end, ',')}\n{TEXT}\n"
 
 
 def test_vtt(client, audio):
-    vtt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="vtt", language="en")
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="vtt", language="en",
+                                             extra_body={"subtitle_cues": "segment"})
     assert vtt == f"WEBVTT\n\n00:00:00.000 --> 00:00:01.801\n{TEXT}\n"
 
 
@@ -156,7 +164,9 @@ def test_models(client):
 def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, two_voices):
     """Each format's labels are the diarizing handler's own speaker runs for that request."""
     client, handler = diarized
-    srt = client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="srt")
+    segment_cues = {"subtitle_cues": "segment"}  # one cue per speaker run (readable cues: test_subtitles.py)
+    srt = client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="srt",
+                                             extra_body=segment_cues)
     runs = [(run["speaker"], run["text"].strip(), run["timestamp"]) for run in handler.results[-1]["speakers"]]
     assert len({speaker for speaker, _, _ in runs}) == 2
     blocks = [block.split("\n") for block in srt.strip("\n").split("\n\n")]
@@ -164,7 +174,8 @@ def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, two_voices):
     assert [block[2] for block in blocks] == [f"[{speaker}] {text}" for speaker, text, _ in runs]
     assert [block[1] for block in blocks] == [f"{formats.subtitles.clock(start, ',')} --> "
                                               f"{formats.subtitles.clock(end, ',')}" for _, _, (start, end) in runs]
-    vtt = client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="vtt")
+    vtt = client.audio.transcriptions.create(model="whisper-1", file=two_voices, response_format="vtt",
+                                             extra_body=segment_cues)
     runs = [(run["speaker"], run["text"].strip()) for run in handler.results[-1]["speakers"]]
     assert [block.split("\n")[1] for block in vtt.strip("\n").split("\n\n")[1:]] == [
         f"<v {speaker}>{text}" for speaker, text in runs]
@@ -183,8 +194,8 @@ def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, two_voices):
 def test_subtitle_formatting():
     lines = [(3725.5, 3726.0004, "a < b & c", "A"), (0.0, 0.0, "   ", None)]
     result = {"speakers": [], "chunks": [{"text": text, "timestamp": [s, e]} for s, e, text, _ in lines]}
-    cues = formats.cues(result)
-    assert cues == [(3725.5, 3726.0004, "a < b & c", None)]  # blank cues dropped
+    assert formats.cues(result) == [(3725.5, 3726.0004, "a < b & c", None)]  # blank cues dropped
+    cues = formats.subtitle_cues(result, formats.SubtitleOptions(subtitle_cues="segment"))
     assert formats.subtitles.srt(cues) == "1\n01:02:05,500 --> 01:02:06,000\na < b & c\n"
     assert formats.subtitles.vtt(cues) == "WEBVTT\n\n01:02:05.500 --> 01:02:06.000\na &lt; b &amp; c\n"
 

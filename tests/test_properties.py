@@ -217,11 +217,13 @@ _WELL_FORMED = st.fixed_dictionaries({"text": _BROKEN}, optional={
 
 
 @FAST
-@given(_TRANSCRIPTS | _WELL_FORMED, st.sampled_from(["txt", "srt", "vtt", "tsv"]))
-def test_any_body_of_the_formats_route_renders_or_is_rejected_by_its_schema(body, name):
+@given(_TRANSCRIPTS | _WELL_FORMED, st.sampled_from(["txt", "srt", "vtt", "tsv"]),
+       st.sampled_from(["readable", "segment"]))
+def test_any_body_of_the_formats_route_renders_or_is_rejected_by_its_schema(body, name, mode):
     from pydantic import ValidationError
 
     from whisper_endpoint import formats
+    from whisper_endpoint.formats.readable import words_of
     from whisper_endpoint.serving.formats_api import Transcript
 
     try:  # as the route reads its body: JSON text (NaN and Infinity included, as Python's json writes them)
@@ -229,19 +231,30 @@ def test_any_body_of_the_formats_route_renders_or_is_rejected_by_its_schema(body
     except ValidationError:
         return  # the route's 422, naming the field
     result = transcript.model_dump(exclude_none=True)
-    rendered = formats.render(result, name).body
+    options = formats.SubtitleOptions(subtitle_cues=mode)
+    rendered = formats.render(result, name, formats.Context(subtitles=options)).body
     assert isinstance(rendered, str)
     cues = formats.cues(result)
     if name == "tsv":  # a header, then one row of 4 cells per cue: no text or name breaks a row
         rows = _lines(rendered)
         assert rows[-1] == "" and len(rows) == len(cues) + 2
         assert all(len(row.split("\t")) == 4 for row in rows[:-1])
-    elif name in ("srt", "vtt"):  # every cue parses back, its speaker and its words, the text on one line
-        lines = _cue_lines(rendered, name)
-        assert len(lines) == len(cues)
-        for line, (_, _, text, speaker) in zip(lines, cues):
+    elif name in ("srt", "vtt") and mode == "segment":  # every cue parses back: speaker, words, one line
+        texts = _cue_texts(rendered, name)
+        assert len(texts) == len(cues) and all(len(lines) == 1 for lines in texts)
+        for [line], (_, _, text, speaker) in zip(texts, cues):
             label = (f"[{speaker}] " if name == "srt" else f"<v {speaker}>") if speaker else ""
             assert line.startswith(label) and line[len(label):].split() == text.split(), (line, speaker, text)
+    elif name in ("srt", "vtt"):  # readable: every cue parses back, at most 2 lines, every word once, in order
+        texts = _cue_texts(rendered, name)
+        assert all(1 <= len(lines) <= options.max_line_count for lines in texts)
+        words = words_of(result)
+        shown = []
+        for lines in texts:
+            speaker = re.match(r"\[(.*?)\] |<v (.*?)>", lines[0])
+            shown += " ".join(lines)[speaker.end() if speaker else 0:].split()
+        # Compared without the spaces: words written without one ("12" "%") share a token on screen.
+        assert "".join(shown) == "".join("".join(word.text.split()) for word in words)
 
 
 _CLOCK = {"srt": r"\d\d:\d\d:\d\d,\d\d\d", "vtt": r"\d\d:\d\d:\d\d\.\d\d\d"}
@@ -251,9 +264,9 @@ def _lines(text: str) -> list[str]:
     return re.split(r"\r\n|\r|\n", text)  # the line breaks of SRT and WebVTT readers
 
 
-def _cue_lines(body: str, name: str) -> list[str]:
-    """The text line of each cue (VTT's entities read back), read as a subtitle reader reads the file: cues
-    end at a blank line; a cue is its number (SRT), its timing line, then its text, one line here."""
+def _cue_texts(body: str, name: str) -> list[list[str]]:
+    """The text lines of each cue (VTT's entities read back), read as a subtitle reader reads the file: cues
+    end at a blank line; a cue is its number (SRT), its timing line, then its text lines."""
     import html
 
     lines = _lines(body)
@@ -275,6 +288,6 @@ def _cue_lines(body: str, name: str) -> list[str]:
             assert block[0] == str(number), block
             block = block[1:]
         assert re.fullmatch(f"{_CLOCK[name]} --> {_CLOCK[name]}", block[0]), block
-        assert len(block) == 2 and "-->" not in block[1], block
-        found.append(block[1] if name == "srt" else html.unescape(block[1]))
+        assert len(block) >= 2 and not any("-->" in line for line in block[1:]), block
+        found.append(block[1:] if name == "srt" else [html.unescape(line) for line in block[1:]])
     return found

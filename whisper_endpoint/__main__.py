@@ -53,8 +53,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint"
     args = parser.parse_args(argv)
     parameters = dict(args.param)
     if args.format:  # what the format needs, unless asked otherwise
-        parameters = {"return_timestamps": formats.timestamps_for(args.format), **formats.parameters_for(args.format),
-                      **parameters}
+        parameters = {"return_timestamps": formats.timestamps_for(args.format, request=parameters),
+                      **formats.parameters_for(args.format, parameters), **parameters}
     if args.timeline:
         parameters["return_speaker_turns"] = True
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -80,7 +80,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint"
         if args.json:
             print(dumps(result, indent=2))
         elif args.format:
-            body = formats.render(result, args.format, formats.Context(file_id=Path(path).name)).body
+            context = formats.Context(file_id=Path(path).name, subtitles=formats.subtitle_options(parameters))
+            body = formats.render(result, args.format, context).body
             print(body if isinstance(body, str) else dumps(body, indent=2), end="" if isinstance(body, str) else "\n")
         else:
             _print_text(path, result)

@@ -127,7 +127,42 @@ class ModelSettings(BaseSettings):
         return self.model_copy(update={"num_workers": concurrency})
 
 
-class InferenceConfig(BaseModel):
+class SubtitleOptions(BaseModel):
+    """How srt and vtt cues are cut: the subtitle fields of ``InferenceConfig``, readable on their own by
+    the renderers (``SubtitleOptions.model_validate(parameters)`` applies the same rules). The defaults are
+    the broadcast rules for English (Netflix's timed-text style guide): 42 columns, 2 lines, 5/6 s to 7 s."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    subtitle_cues: Literal["readable", "segment"] = Field(
+        "readable", description="srt/vtt: 'readable' cuts cues from the words by the rules below (word timestamps "
+        "are computed for it); 'segment' gives one cue per segment, or per speaker run when diarized.",
+    )
+    max_line_width: int = Field(
+        42, ge=10, le=200, description="srt/vtt: columns a subtitle line may hold (East Asian wide characters count 2).",
+    )
+    max_line_count: int = Field(2, ge=1, le=10, description="srt/vtt: lines a cue may hold.")
+    max_words_per_line: Optional[int] = Field(None, ge=1, le=100, description="srt/vtt: words a line may hold.")
+    max_cue_duration: float = Field(
+        7.0, ge=1.0, le=60.0, allow_inf_nan=False, description="srt/vtt: seconds a cue may last.",
+    )
+    min_cue_duration: float = Field(
+        0.833, ge=0.0, le=10.0, allow_inf_nan=False,
+        description="srt/vtt: a shorter cue stays on into the silence after it (never over the next cue).",
+    )
+    highlight_words: bool = Field(
+        False, description="srt/vtt: one cue per spoken word, the word underlined (<u>word</u>) in its cue's text.",
+    )
+
+    @model_validator(mode="after")
+    def _durations(self):
+        if self.min_cue_duration > self.max_cue_duration:
+            raise ValueError(f"min_cue_duration must not exceed max_cue_duration (here: {self.min_cue_duration} > "
+                             f"{self.max_cue_duration})")
+        return self
+
+
+class InferenceConfig(SubtitleOptions):
     """Options of one request (``parameters``). Unknown keys are ignored and reported in ``warnings``.
 
     The one definition of what a request may ask for: the request flow, the backends and the
@@ -137,8 +172,8 @@ class InferenceConfig(BaseModel):
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
-    # Fields no step of the handler reads because an HTTP route consumes them itself (none yet).
-    ROUTE_ONLY: ClassVar[frozenset[str]] = frozenset()
+    # Fields no step of the handler reads because the renderers consume them (srt and vtt cues).
+    ROUTE_ONLY: ClassVar[frozenset[str]] = frozenset(SubtitleOptions.model_fields)
 
     task: Literal["transcribe", "translate"] = "transcribe"
     batch_size: int = Field(24, ge=1, le=256)

@@ -46,19 +46,21 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def render(result: dict, fmt: str, file_id: str) -> str:
+def render(result: dict, fmt: str, file_id: str, parameters: dict | None = None) -> str:
     if fmt == "json":
         return dumps(result, indent=1) + "\n"
-    body = formats.render(result, fmt, formats.Context(file_id=file_id)).body
+    context = formats.Context(file_id=file_id, subtitles=formats.subtitle_options(parameters or {}))
+    body = formats.render(result, fmt, context).body
     return body if isinstance(body, str) else dumps(body, indent=1) + "\n"
 
 
-def write_results(out_dir: Path, relative: str, result: dict, formats: list[str]) -> None:
-    """The extra formats first and the JSON last: once the JSON exists, everything is there."""
+def write_results(out_dir: Path, relative: str, result: dict, formats: list[str], parameters: dict | None = None) -> None:
+    """The extra formats first and the JSON last: once the JSON exists, everything is there. ``parameters``
+    are the request's (the subtitle options)."""
     file_id = Path(relative).name
     for fmt in formats:
         if fmt != "json":
-            write_atomic(result_path(out_dir, relative, fmt), render(result, fmt, file_id))
+            write_atomic(result_path(out_dir, relative, fmt), render(result, fmt, file_id, parameters))
     write_atomic(result_path(out_dir, relative), render(result, "json", file_id))
     error_path(out_dir, relative).unlink(missing_ok=True)  # an earlier failure is now history
 

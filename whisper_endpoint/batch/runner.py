@@ -28,7 +28,7 @@ def check_formats(formats: list[str], parameters: dict, diarization: bool) -> tu
         if FORMAT_SPECS[name].speakers == "required" and not speakers_available(parameters, diarization):
             raise InputError(f"{name} output needs speaker diarization: set DIARIZATION_MODEL (e.g. embedded), "
                              "or --param multichannel=true for recordings with one speaker per channel")
-        parameters = {**parameters, **parameters_for(name)}
+        parameters = {**parameters, **parameters_for(name, parameters)}
     return ["json", *chosen], parameters
 
 

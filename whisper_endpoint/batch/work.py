@@ -46,7 +46,7 @@ def transcribe_file(handler: Handler, item: Item, out_dir: Path, formats: list[s
         with open(item.path, "rb") as file:
             data = file.read()
         result = handler({"inputs": data, "parameters": dict(parameters)})
-        write_results(out_dir, item.relative, result, formats)
+        write_results(out_dir, item.relative, result, formats, parameters)
     except (OSError, EndpointError) as exc:
         return _failed(item, out_dir, exc, started)
     except Exception as exc:  # a bug or a model failure: recorded with its type, the batch goes on

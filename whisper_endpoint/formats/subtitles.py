@@ -1,8 +1,16 @@
-"""Cues and subtitles: the transcript as timed lines (speaker runs when the audio was diarized, else
-the segments), as SRT and WebVTT. Speakers label their cues: ``[SPEAKER_00] text`` in SRT, WebVTT's
-voice tag ``<v SPEAKER_00>text`` in VTT."""
+"""Cues and subtitles: the transcript as timed lines, as SRT and WebVTT.
+
+``cues`` are the segments, or the speaker runs when the audio was diarized (txt, tsv and diarized_json
+read them); srt and vtt read ``subtitle_cues``: readable cues cut from the words (``readable``), or those
+same segment cues with ``subtitle_cues="segment"``. Speakers label their cues: ``[SPEAKER_00] text`` in
+SRT, WebVTT's voice tag ``<v SPEAKER_00>text`` in VTT; ``highlight_words`` underlines with ``<u>``.
+"""
 
 from __future__ import annotations
+
+from whisper_endpoint.config import SubtitleOptions
+from whisper_endpoint.formats.readable import Cue as Subtitle
+from whisper_endpoint.formats.readable import readable_cues, words_of
 
 Cue = tuple[float, float, str, "str | None"]  # start, end, text, speaker
 
@@ -23,22 +31,36 @@ def cues(result: dict) -> list[Cue]:
     return out
 
 
-def srt(lines: list[Cue]) -> str:
+def subtitle_cues(result: dict, options: SubtitleOptions) -> list[Subtitle]:
+    if options.subtitle_cues == "segment":
+        return [Subtitle(start, end, _one_line(text), speaker) for start, end, text, speaker in cues(result)]
+    return readable_cues(words_of(result), options)
+
+
+def srt(subtitles: list[Subtitle]) -> str:
     blocks = []
-    for number, (start, end, text, speaker) in enumerate(lines, 1):
-        label = f"[{speaker}] " if speaker else ""
-        blocks.append(f"{number}\n{clock(start, ',')} --> {clock(end, ',')}\n{label}{_one_line(text)}\n")
+    for number, cue in enumerate(subtitles, 1):
+        label = f"[{cue.speaker}] " if cue.speaker else ""
+        blocks.append(f"{number}\n{clock(cue.start, ',')} --> {clock(cue.end, ',')}\n{label}{_marked(cue, str)}\n")
     return "\n".join(blocks)
 
 
-def vtt(lines: list[Cue]) -> str:
+def vtt(subtitles: list[Subtitle]) -> str:
     blocks = ["WEBVTT\n"]
-    for start, end, text, speaker in lines:
-        text = _vtt_escape(_one_line(text))
-        if speaker:
-            text = f"<v {_vtt_escape(speaker)}>{text}"
-        blocks.append(f"{clock(start, '.')} --> {clock(end, '.')}\n{text}\n")
+    for cue in subtitles:
+        text = _marked(cue, _vtt_escape)
+        if cue.speaker:
+            text = f"<v {_vtt_escape(cue.speaker)}>{text}"
+        blocks.append(f"{clock(cue.start, '.')} --> {clock(cue.end, '.')}\n{text}\n")
     return "\n".join(blocks)
+
+
+def _marked(cue: Subtitle, escape) -> str:
+    """The cue's text, escaped for its format, with the spoken word underlined (``highlight_words``)."""
+    if cue.underline is None:
+        return escape(cue.text)
+    start, end = cue.underline
+    return f"{escape(cue.text[:start])}<u>{escape(cue.text[start:end])}</u>{escape(cue.text[end:])}"
 
 
 def clock(seconds: float, decimal: str) -> str:

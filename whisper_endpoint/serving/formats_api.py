@@ -1,5 +1,6 @@
 """``POST /formats/{name}``: a transcript as the handler returned it (its JSON, speakers possibly renamed
 by the client), rendered as a file: txt, srt, vtt or tsv, by the same renderers as every other route.
+srt and vtt take the request parameters' subtitle options in the query string (``?max_line_width=32``).
 
 The web page's downloads come from here, so each format is written once (``whisper_endpoint.formats``)
 and a download with the speakers' new names is the API's file with those names. Only the fields those
@@ -49,6 +50,7 @@ class Turn(BaseModel):
     speaker: SpeakerName
     text: str
     timestamp: tuple[Time, Time]
+    words: Optional[list[Chunk]] = None  # return_speaker_words: srt and vtt cut their cues from them
 
 
 class Transcript(BaseModel):
@@ -72,10 +74,12 @@ def router(service: InferenceService) -> APIRouter:
                 f"no format {name[:50]!r} here; this route renders {', '.join(DOWNLOADS)}"), "name")
         body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
         try:
+            # The subtitle options (max_line_width, ...) come in the query string, by the handler's rules.
+            context = formats.Context(subtitles=formats.subtitle_options(request.query_params))
             transcript = Transcript.model_validate_json(body or b"{}")
         except ValidationError as exc:
             raise RequestValidationError(exc.errors(include_url=False)) from None
-        rendered = formats.render(transcript.model_dump(exclude_none=True), name)
+        rendered = formats.render(transcript.model_dump(exclude_none=True), name, context)
         disposition = f'attachment; filename="transcript.{formats.FORMATS[name].extension}"'
         return Response(rendered.body, media_type=rendered.media_type, headers={"Content-Disposition": disposition})
 

@@ -91,7 +91,8 @@ async def _audio(service: InferenceService, request: Request, form: AudioForm, *
     # The body was read (FormUploadRoute), so what the connection says next is the client's disconnect.
     result = await service.run(payload, context, receive=request.receive)
     granularities = form.timestamp_granularities or ("segment",)
-    rendered = formats.render(result, form.response_format, formats.Context(task=task, granularities=granularities))
+    context = formats.Context(task=task, granularities=granularities, subtitles=formats.subtitle_options(parameters))
+    rendered = formats.render(result, form.response_format, context)
     headers = warnings_header(warnings + result.get("warnings", []))
     if isinstance(rendered.body, str):
         return Response(rendered.body, media_type=rendered.media_type, headers=headers)
@@ -132,8 +133,8 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
             f"{', '.join(overridden)} cannot be set as a form field here: the route and response_format decide"
         ), overridden[0])
     granularities = form.timestamp_granularities or ["segment"]
-    parameters = {**extra, **formats.parameters_for(name), "task": task,
-                  "return_timestamps": formats.timestamps_for(name, granularities)}
+    parameters = {**extra, **formats.parameters_for(name, extra), "task": task,
+                  "return_timestamps": formats.timestamps_for(name, granularities, extra)}
     known = _known_speakers(form, warnings)
     if known and spec.speakers == "unused":
         warnings.append(f"known_speaker_names[] were not used: response_format={name} shows no speakers")
