@@ -31,6 +31,7 @@ from whisper_endpoint.jobs.store import Job, JobStore
 
 logger = logging.getLogger(__name__)
 
+CALLBACK_CONCURRENCY = 32  # callbacks in flight at once (open sockets); the rest wait
 UPLOAD_LOST = {"error": "the job's upload is missing on the server", "code": "upload_lost", "status": 500}
 
 
@@ -47,6 +48,7 @@ class Jobs:
         self._stopping = False
         self._tasks: list[asyncio.Task] = []
         self._callbacks: set[asyncio.Task] = set()
+        self._callback_slots = asyncio.Semaphore(CALLBACK_CONCURRENCY)
 
     # --- lifespan ------------------------------------------------------------------------------
 
@@ -185,11 +187,12 @@ class Jobs:
             task.add_done_callback(self._callbacks.discard)
 
     async def _callback(self, job: Job) -> None:
-        status = await anyio.to_thread.run_sync(
-            lambda: deliver(job.callback_url, job.public(), timeout_s=self.settings.callback_timeout_s,
-                            attempts=self.settings.callback_attempts,
-                            allow_internal=self.settings.callback_allow_internal)
-        )
+        # asyncio, not a thread: a host that never answers holds a socket, not one of the threads the
+        # store, the uploads and the page's files need; past CALLBACK_CONCURRENCY callbacks wait their turn.
+        async with self._callback_slots:
+            status = await deliver(job.callback_url, job.public(), timeout_s=self.settings.callback_timeout_s,
+                                   attempts=self.settings.callback_attempts,
+                                   allow_internal=self.settings.callback_allow_internal)
         await anyio.to_thread.run_sync(self.store.set_callback_status, job.id, status)
 
     async def _expire(self) -> None:

@@ -12,7 +12,6 @@ Disk and SQLite work runs on threads: the event loop keeps answering meanwhile.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import anyio
 from fastapi import APIRouter, Request
@@ -21,7 +20,7 @@ from starlette.responses import Response
 from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, QueueFullError, with_param
 from whisper_endpoint.adapters.payloads import is_json, media_type, text_parameters, toolkit_payload
 from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError, MissingInputError
-from whisper_endpoint.jobs.callbacks import internal_address
+from whisper_endpoint.jobs.callbacks import url_problem
 from whisper_endpoint.jobs.store import QUEUED, RUNNING
 from whisper_endpoint.jobs.uploads import WRITE_BYTES, UploadWriter
 from whisper_endpoint.jobs.worker import Jobs
@@ -103,15 +102,9 @@ def _not_found(job_id: str) -> NotFoundError:
 def _callback_url(url: str | None, *, allow_internal: bool) -> str | None:
     if url is None:
         return None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise with_param(InvalidParameterError(
-            f"callback_url must be an absolute http:// or https:// URL, got {url[:200]!r}"), "callback_url")
-    # Literal addresses are refused here; names are checked when the callback is made (no DNS wait).
-    if not allow_internal and internal_address(parts.hostname, resolve=False) is not None:
-        raise with_param(InvalidParameterError(
-            f"callback_url points to an internal address ({parts.hostname}); this server only calls public "
-            "addresses unless JOBS_CALLBACK_ALLOW_INTERNAL is set"), "callback_url")
+    problem = url_problem(url, allow_internal=allow_internal)
+    if problem is not None:
+        raise with_param(InvalidParameterError(problem), "callback_url")
     return url
 
 

@@ -1,0 +1,203 @@
+"""Issue 35: the surfaces a client or a callback host can push on (callbacks, live sessions,
+POST /formats, large job bodies, logs, the jobs' disk) stay bounded, and /health keeps answering
+within 1 s through each attack (timed while the attack runs).
+
+Each attacker is real: a raw-socket callback host that never answers, trickles or floods; a
+WebSocket client; big bodies over loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+
+import pytest
+import requests
+
+from tests.serving_helpers import live_server, wait_until
+from whisper_endpoint.jobs import JobSettings
+from whisper_endpoint.jobs.callbacks import MAX_RESPONSE_HEAD, deliver
+from whisper_endpoint.jobs.worker import CALLBACK_CONCURRENCY
+from whisper_endpoint.serving.app import create_app
+from whisper_endpoint.serving.settings import ServerSettings
+
+HEALTH_S = 1.0  # the Dockerfile's health check gives up after 3 s; answers here must take under 1 s
+
+
+class Attack:
+    """Runs ``attack`` on a thread while /health is asked again and again: the slowest answer."""
+
+    def __init__(self, url: str):
+        self.url, self.slowest, self.answers = url, 0.0, 0
+
+    def during(self, attack):
+        with ThreadPoolExecutor(1) as pool:
+            future = pool.submit(attack)
+            while not future.done() or not self.answers:
+                started = time.perf_counter()
+                assert requests.get(f"{self.url}/health", timeout=10).status_code == 200
+                self.slowest = max(self.slowest, time.perf_counter() - started)
+                self.answers += 1
+                time.sleep(0.05)
+            result = future.result()
+        assert self.slowest < HEALTH_S, f"/health took {self.slowest:.2f} s during the attack"
+        return result
+
+
+# --- hostile callback hosts ------------------------------------------------------------------
+
+
+class Host:
+    """A callback host on loopback that reads the request, then: ``silent`` never answers, ``trickle``
+    sends its status line a byte every 0.2 s, ``endless_head`` sends header lines without end, ``flood``
+    answers 200 with an endless body (``sent`` counts what left it)."""
+
+    def __init__(self, mode: str):
+        self.mode, self.sent, self.connections = mode, 0, 0
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/hook"
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.connections += 1
+            self.open.append(conn)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket):
+        try:
+            conn.recv(65536)
+            if self.mode == "trickle":
+                for byte in b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n":
+                    conn.sendall(bytes([byte]))
+                    time.sleep(0.2)
+            elif self.mode == "endless_head":
+                conn.sendall(b"HTTP/1.1 200 OK\r\n")
+                while self.sent < 10**9:
+                    conn.sendall(b"X-Pad: " + b"a" * 1000 + b"\r\n")
+                    self.sent += 1009
+            elif self.mode == "flood":
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 1000000000\r\n\r\n")
+                block = b"\0" * 65536
+                while self.sent < 10**9:
+                    conn.sendall(block)
+                    self.sent += len(block)
+            else:
+                time.sleep(3600)
+        except OSError:
+            pass
+
+    def close(self):
+        self.sock.close()
+        for conn in self.open:
+            conn.close()
+
+
+@contextmanager
+def host(mode: str):
+    running = Host(mode)
+    try:
+        yield running
+    finally:
+        running.close()
+
+
+def test_a_trickling_callback_host_gets_one_deadline_for_the_whole_exchange():
+    """Each byte comes within the timeout, the answer does not: the attempt ends at the timeout."""
+    with host("trickle") as hook:
+        started = time.perf_counter()
+        status = asyncio.run(deliver(hook.url, {"id": "j"}, timeout_s=1, attempts=1, allow_internal=True))
+        took = time.perf_counter() - started
+    assert status == "failed: no answer within 1 s (JOBS_CALLBACK_TIMEOUT_S)" and took < 2.0
+
+
+def test_a_flooding_callback_host_is_read_no_further_than_its_status():
+    """An answer with a gigabyte of (gzip) body: delivered on its status line, the body never read."""
+    with host("flood") as hook:
+        status = asyncio.run(deliver(hook.url, {"id": "j"}, timeout_s=5, attempts=1, allow_internal=True))
+        time.sleep(0.3)  # what the host could still push into the closed connection's buffers
+    assert status == "delivered"
+    assert hook.sent < 32 * 1024 * 1024  # the socket buffers' worth, not the gigabyte
+
+
+def test_an_endless_answer_head_is_cut_at_its_byte_cap():
+    with host("endless_head") as hook:
+        status = asyncio.run(deliver(hook.url, {"id": "j"}, timeout_s=5, attempts=1, allow_internal=True))
+        time.sleep(0.3)
+    assert status.startswith("failed: ") and "JOBS_CALLBACK_TIMEOUT_S" not in status  # cut, not timed out
+    assert hook.sent < 32 * 1024 * 1024 + MAX_RESPONSE_HEAD
+
+
+@pytest.fixture
+def silent_host():
+    with host("silent") as hook:
+        yield hook
+
+
+def test_stalled_callbacks_leave_the_jobs_api_the_page_and_shutdown_alone(tiny_handler, silent_host, tmp_path):
+    """45 jobs (more than anyio's 40 threads) whose callback host never answers: the jobs API, the page
+    and /health keep answering within 1 s, and the server stops at once."""
+    jobs = JobSettings(db=tmp_path / "j.sqlite", poll_s=0.05, callback_allow_internal=True, callback_timeout_s=30,
+                       callback_attempts=1)
+    app = create_app(ServerSettings(), handler=tiny_handler, job_settings=jobs)
+    server = live_server(app)
+    running = server.__enter__()
+    try:
+        ids = []
+        for _ in range(45):  # undecodable: each fails at once, and its callback goes to the silent host
+            response = requests.post(f"{running.url}/jobs", params={"callback_url": silent_host.url},
+                                     data=b"RIFF" + b"\1" * 64, headers={"Content-Type": "audio/wav"}, timeout=5)
+            assert response.status_code == 202
+            ids.append(response.json()["id"])
+        wait_until(lambda: silent_host.connections >= CALLBACK_CONCURRENCY, timeout=30)  # the rest wait their turn
+        for path in (f"/jobs/{ids[-1]}", "/ui", "/health"):
+            started = time.perf_counter()
+            assert requests.get(f"{running.url}{path}", timeout=5).status_code == 200
+            assert time.perf_counter() - started < HEALTH_S, path
+    finally:
+        started = time.perf_counter()
+        server.__exit__(None, None, None)
+    assert time.perf_counter() - started < 5  # the callbacks were cancelled, not waited for
+
+
+# --- callback_url at submission ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server(tiny_handler, tmp_path_factory):
+    jobs = JobSettings(db=tmp_path_factory.mktemp("jobs") / "jobs.sqlite", poll_s=0.1)
+    app = create_app(ServerSettings(body_timeout_s=2.0), handler=tiny_handler, job_settings=jobs)
+    with live_server(app) as running:
+        yield running
+
+
+@pytest.mark.parametrize("url", [
+    "http://[::1/h", "http://host.example:99999/h", "http://host.example:0/h", "http://host.example/a b",
+    "http://host.example/\tx", "https://host.example/" + "a" * 3000,
+    # IPv6 that reaches IPv4 space: NAT64 of 127.0.0.1 and 169.254.169.254, 6to4 of 10.0.0.1, local NAT64
+    "http://[64:ff9b::7f00:1]/h", "http://[64:ff9b::a9fe:a9fe]/h", "http://[2002:a00:1::]/h", "http://[64:ff9b:1::1]/",
+])
+def test_every_bad_callback_url_is_a_422_naming_it_and_no_job_is_kept(server, url):
+    response = requests.post(f"{server.url}/jobs", params={"callback_url": url}, data=b"x",
+                             headers={"Content-Type": "audio/flac"}, timeout=10)
+    body = response.json()
+    assert response.status_code == 422 and body["code"] == "invalid_parameter", body
+    assert "callback_url" in body["error"]
+
+
+def test_translated_ipv6_callbacks_are_allowed_on_a_trusted_network():
+    from whisper_endpoint.jobs.callbacks import url_problem
+
+    for url in ("http://[64:ff9b::7f00:1]/h", "http://[2002:a00:1::]/h"):
+        assert url_problem(url, allow_internal=True) is None
+        assert "JOBS_CALLBACK_ALLOW_INTERNAL" in url_problem(url, allow_internal=False)
