@@ -201,3 +201,63 @@ def test_translated_ipv6_callbacks_are_allowed_on_a_trusted_network():
     for url in ("http://[64:ff9b::7f00:1]/h", "http://[2002:a00:1::]/h"):
         assert url_problem(url, allow_internal=True) is None
         assert "JOBS_CALLBACK_ALLOW_INTERNAL" in url_problem(url, allow_internal=False)
+
+
+# --- what the open routes say of a failed load ------------------------------------------------
+
+KEY = "k" * 8 + "-0123456789abcdef"
+
+
+def test_a_failed_loads_reason_is_shown_only_with_the_key():
+    """/ui/config.json, /health and /ping are open: the reason (which may name server paths) needs the key."""
+    from whisper_endpoint.errors import ModelLoadError
+
+    def load():
+        raise ModelLoadError("ASR_MODEL='/srv/secret-volume/models/nope' is not a model directory")
+
+    app = create_app(ServerSettings(api_keys=KEY), load=load, job_settings=JobSettings(enabled=False))
+    with live_server(app) as running:
+        wait_until(lambda: requests.get(f"{running.url}/health", timeout=5).status_code == 503
+                   and requests.get(f"{running.url}/ui/config.json", timeout=5).json()["load_error"])
+        for path in ("/ui/config.json", "/health", "/ping"):
+            stranger = requests.get(f"{running.url}{path}", timeout=5)
+            assert "secret-volume" not in stranger.text and "model loading failed" in stranger.text, path
+            keyed = requests.get(f"{running.url}{path}", headers={"Authorization": f"Bearer {KEY}"}, timeout=5)
+            assert "secret-volume" in keyed.text, path
+
+
+# --- secrets in the logs ----------------------------------------------------------------------
+
+
+def test_keys_and_callback_tokens_are_masked_on_every_logger_as_serve_configures_them(tiny_handler):
+    """create_app installs the API key, serve() its own settings after it; then a traceback holding the
+    key, logged by any logger (uvicorn's included), and the access log's query string come out masked."""
+    import io
+    import logging
+
+    from whisper_endpoint.serving.__main__ import configured
+
+    token = "hooktoken-5b1c9e0d7a"
+    app = create_app(ServerSettings(api_keys=KEY), handler=tiny_handler, job_settings=JobSettings(enabled=False))
+    configured(app)
+    out = io.StringIO()
+    sink = logging.StreamHandler(out)
+    names = ("whisper_endpoint.adapters.http", "whisper_endpoint.jobs.worker", "uvicorn.error", "some.library")
+    for name in (*names, "uvicorn.access"):
+        logging.getLogger(name).addHandler(sink)
+    try:
+        for name in names:
+            try:
+                raise RuntimeError(f"request failed with Authorization: Bearer {KEY}")
+            except RuntimeError:
+                logging.getLogger(name).exception("a failure in %s (key %s)", name, KEY)
+        logging.getLogger("uvicorn.access").info(
+            '%s - "%s %s HTTP/%s" %d', "127.0.0.1:5000", "POST",
+            f"/jobs?language=en&callback_url=https://u:{token}@hooks.example/{token}?t={token}", "1.1", 202)
+    finally:
+        for name in (*names, "uvicorn.access"):
+            logging.getLogger(name).removeHandler(sink)
+    text = out.getvalue()
+    assert KEY not in text and token not in text, text
+    assert text.count("***") >= 2 * len(names) and "RuntimeError" in text  # the tracebacks are there, masked
+    assert "POST /jobs?language=***&callback_url=***" in text

@@ -9,22 +9,24 @@ from fastapi import APIRouter, Request
 
 from whisper_endpoint.adapters import http
 from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters
+from whisper_endpoint.serving.auth import APIKeys
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
 
 
-def health_router(service: InferenceService) -> APIRouter:
+def health_router(service: InferenceService, keys: APIKeys) -> APIRouter:
+    """The probes, open without a key: a failed load's reason only to a request with one."""
     router = APIRouter()
 
     @router.get("/health", summary="200 once the models are loaded, 503 before (or if loading failed)")
-    async def health() -> JSONResult:
-        service.check_ready()
+    async def health(request: Request) -> JSONResult:
+        service.check_ready(reveal=keys.authorized(request))
         return JSONResult({"status": "ok", "model": service.model_id})
 
     @router.get("/ping", summary="SageMaker's health check: 200 once loaded, 503 before")
-    async def ping() -> JSONResult:
-        service.check_ready()
+    async def ping(request: Request) -> JSONResult:
+        service.check_ready(reveal=keys.authorized(request))
         return JSONResult({"status": "ok"})
 
     return router
