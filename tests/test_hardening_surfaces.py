@@ -261,3 +261,35 @@ def test_keys_and_callback_tokens_are_masked_on_every_logger_as_serve_configures
     assert KEY not in text and token not in text, text
     assert text.count("***") >= 2 * len(names) and "RuntimeError" in text  # the tracebacks are there, masked
     assert "POST /jobs?language=***&callback_url=***" in text
+
+
+# --- POST /formats/{name} -------------------------------------------------------------------
+
+
+def transcript_body(chunks: int) -> bytes:
+    one = b'{"text":" word","timestamp":[1.5,2.25],"speaker":"SPEAKER_00"}'
+    return b'{"text":"t","chunks":[' + b",".join([one] * chunks) + b"]}"
+
+
+def test_a_huge_transcript_is_refused_at_its_byte_limit_and_health_keeps_answering(server):
+    body = transcript_body(400_000)  # 25 MB: under MAX_BODY_BYTES, which bounded this route before
+    response = Attack(server.url).during(
+        lambda: requests.post(f"{server.url}/formats/srt", data=body, timeout=60))
+    assert response.status_code == 413 and "FORMATS_MAX_BODY_BYTES" in response.json()["error"]
+
+
+def test_a_transcript_with_too_many_chunks_is_refused_naming_the_limit(tiny_handler, tmp_path):
+    app = create_app(ServerSettings(formats_max_items=1000), handler=tiny_handler,
+                     job_settings=JobSettings(enabled=False))
+    with live_server(app) as running:
+        assert requests.post(f"{running.url}/formats/vtt", data=transcript_body(1000), timeout=10).status_code == 200
+        response = requests.post(f"{running.url}/formats/vtt", data=transcript_body(1001), timeout=10)
+    assert response.status_code == 413 and "more than 1000" in response.json()["error"]
+    assert "FORMATS_MAX_ITEMS" in response.json()["error"]
+
+
+def test_the_largest_transcript_renders_off_the_event_loop(server):
+    """At the limits (100 000 chunks, 6 MB), rendering takes seconds of CPU: /health answers meanwhile."""
+    body = transcript_body(99_999)
+    response = Attack(server.url).during(lambda: requests.post(f"{server.url}/formats/srt", data=body, timeout=60))
+    assert response.status_code == 200 and response.text.count("-->") == 99_999

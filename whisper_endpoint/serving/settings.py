@@ -93,6 +93,13 @@ class ServerSettings(BaseSettings):
     realtime_client_secret_ttl_s: int = Field(
         600, ge=10, le=7200, description="Default lifetime of a client secret (POST /v1/realtime/client_secrets)."
     )
+    # POST /formats/{name}: a transcript rendered as a file (serving/formats_api.py).
+    formats_max_body_bytes: int = Field(
+        10 * MB, ge=1, description="Largest transcript on POST /formats/{name} (4 h of word timestamps: ~4 MB)."
+    )
+    formats_max_items: int = Field(
+        100_000, ge=1, description="Most chunks, speaker turns and segments, together, in one transcript there."
+    )
     # The web page (GET /ui; serving/ui.py).
     ui_enabled: bool = Field(True, description="Serve the web page at /ui (and redirect GET / there).")
     ui_jobs_after_s: float = Field(
