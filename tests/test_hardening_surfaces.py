@@ -293,3 +293,69 @@ def test_the_largest_transcript_renders_off_the_event_loop(server):
     body = transcript_body(99_999)
     response = Attack(server.url).during(lambda: requests.post(f"{server.url}/formats/srt", data=body, timeout=60))
     assert response.status_code == 200 and response.text.count("-->") == 99_999
+
+
+# --- live sessions ----------------------------------------------------------------------------
+
+MANUAL_16K = {"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
+    "format": {"type": "audio/pcm", "rate": 16000}, "turn_detection": None}}}}
+
+
+@pytest.fixture
+def held_realtime(tiny_handler):
+    """A server whose first decode holds before its first window (until its context is stopped): live
+    sessions then wait for a transcript that does not come, by order, not timing."""
+    from tests.serving_helpers import HeldHandler
+
+    held = HeldHandler(tiny_handler, hold_at=0, holds=1, until_stopped=True)
+    settings = ServerSettings(realtime_idle_timeout_s=1.0, realtime_max_backlog_s=30)
+    with live_server(create_app(settings, handler=held, job_settings=JobSettings(enabled=False))) as running:
+        running.held = held
+        yield running
+    held.release.set()
+
+
+def speech(seconds: float):
+    import numpy as np
+
+    from scripts.realtime_bench import pcm16
+    from tests.realtime_client import AUDIO
+
+    clip = pcm16(AUDIO / "clips" / "asterisk_dictate_play_help.flac", 16000)
+    return np.resize(clip, int(seconds * 16000))
+
+
+def test_a_live_sessions_backlog_is_bounded_and_past_it_audio_is_refused(held_realtime):
+    from tests.realtime_client import Session, append
+
+    url = held_realtime.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+    with Session(url) as session:
+        session.send(MANUAL_16K)
+        session.send(append(speech(20)))
+        session.send({"type": "input_audio_buffer.commit"})
+        held_realtime.held.held.wait(20)  # the first utterance's decode is stuck: nothing drains
+        for _ in range(3):
+            session.send(append(speech(6)))  # 20 s committed + 6 + 6: the second and third pass 30 s
+        errors = session.wait_for("error", 2, timeout=10)
+        assert [e["error"]["code"] for e in errors] == ["audio_backlog_full"] * 2
+        assert "REALTIME_MAX_BACKLOG_S=30" in errors[0]["error"]["message"]
+        assert requests.get(f"{held_realtime.url}/health", timeout=HEALTH_S).status_code == 200
+
+
+def test_a_session_whose_transcript_never_comes_still_ends_at_its_idle_timeout(held_realtime):
+    """REALTIME_IDLE_TIMEOUT_S=1 while the committed utterance's decode hangs: the session closes, and its
+    decode is stopped (its slot frees) rather than held for the departed client."""
+    from whisper_endpoint.decode_context import DISCONNECTED
+    from tests.realtime_client import Session, append
+
+    url = held_realtime.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+    with Session(url) as session:
+        session.send(MANUAL_16K)
+        session.send(append(speech(3)))
+        session.send({"type": "input_audio_buffer.commit"})
+        assert held_realtime.held.held.wait(20)
+        silent_from = time.monotonic()
+        assert session.close_code(timeout=6) == 1000
+        assert time.monotonic() - silent_from < 4
+        assert session.of("error")[0]["error"]["code"] == "idle_timeout"
+    wait_until(lambda: held_realtime.held.contexts[0].stop_reason == DISCONNECTED, timeout=5)

@@ -90,6 +90,11 @@ class ServerSettings(BaseSettings):
         description="An utterance this long is committed even while the speaker goes on: its whole "
         "audio, with padding, is decoded in one 30 s window.",
     )
+    realtime_max_backlog_s: float = Field(
+        120.0, ge=2, le=3600,
+        description="The most audio a live session holds untranscribed (committed and waiting for its decode, "
+        "or not committed yet); appends past it get an error event and are dropped.",
+    )
     realtime_client_secret_ttl_s: int = Field(
         600, ge=10, le=7200, description="Default lifetime of a client secret (POST /v1/realtime/client_secrets)."
     )
