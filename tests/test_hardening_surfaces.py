@@ -359,3 +359,92 @@ def test_a_session_whose_transcript_never_comes_still_ends_at_its_idle_timeout(h
         assert time.monotonic() - silent_from < 4
         assert session.of("error")[0]["error"]["code"] == "idle_timeout"
     wait_until(lambda: held_realtime.held.contexts[0].stop_reason == DISCONNECTED, timeout=5)
+
+
+# --- large JSON job bodies ---------------------------------------------------------------------
+
+
+def samples_json(count: int, rate: int = 16000) -> bytes:
+    import numpy as np
+
+    samples = np.random.default_rng(7).uniform(-0.5, 0.5, count).astype(np.float32)
+    return ('{"inputs": {"array": [' + ",".join(f"{v:.6f}" for v in samples.tolist())
+            + f'], "sampling_rate": {rate}}}}}').encode()
+
+
+def test_a_json_array_job_is_parsed_once_off_the_loop_and_stored_as_samples(server, tmp_path):
+    """A 30 MB array body (the worst case: a Python float per sample), at a rate the handler refuses, so the
+    job fails as soon as its payload is read: /health answers through its submission and its pick-up,
+    and its upload waits on disk as float32 samples, not as JSON."""
+    body = samples_json(3_000_000, rate=999)
+
+    def submit_and_finish():
+        response = requests.post(f"{server.url}/jobs", data=body, headers={"Content-Type": "application/json"},
+                                 timeout=60)
+        assert response.status_code == 202, response.text
+        job_id = response.json()["id"]
+        wait_until(lambda: requests.get(f"{server.url}/jobs/{job_id}", timeout=10).json()["status"] == "failed",
+                   timeout=60)
+        return requests.get(f"{server.url}/jobs/{job_id}", timeout=10).json()
+
+    job = Attack(server.url).during(submit_and_finish)
+    assert job["error"]["code"] == "invalid_parameter" and "sampling_rate" in job["error"]["error"]
+
+
+_MEASURE_STORE = """
+import sys, threading
+from pathlib import Path
+import psutil
+from whisper_endpoint.jobs import stored
+path = Path(sys.argv[1])
+warm = path.with_name("warm.upload")  # the lazy imports (languages, the parameters' checks) first
+warm.write_bytes(b'{"inputs": {"array": [0.5, 0.25], "sampling_rate": 16000}, "parameters": {"language": "en"}}')
+stored.store(warm, "application/json", {})
+me, peak, done = psutil.Process(), [0], threading.Event()
+before = me.memory_info().rss
+def sample():  # the process's memory every 2 ms while the body is stored
+    while not done.is_set():
+        peak[0] = max(peak[0], me.memory_info().rss)
+        done.wait(0.002)
+sampler = threading.Thread(target=sample)
+sampler.start()
+kind, parameters = stored.store(path, "application/json", {"language": "en"})
+done.set()
+sampler.join()
+print(kind, peak[0] - before)
+"""
+
+
+def test_a_json_job_body_is_decoded_into_a_fraction_of_the_memory_json_loads_takes(tmp_path):
+    """Peak memory growth of a fresh process storing a 19 MB array body: measured 52 MB (the body's bytes
+    and text, float32 samples), where json.loads' Python floats made it 119 MB; and the upload then holds
+    float32 samples (4 bytes each), read back without parsing."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    from tests.conftest import ROOT
+    from whisper_endpoint.jobs import stored
+
+    body = samples_json(2_000_000)
+    path = tmp_path / "job.upload"
+    path.write_bytes(body)
+    out = subprocess.run([sys.executable, "-c", _MEASURE_STORE, str(path)], capture_output=True, text=True,
+                         timeout=120, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True).stdout
+    kind, growth = out.split()
+    assert kind == stored.SAMPLES
+    assert int(growth) < 4 * len(body), f"peak grew {int(growth) / 1e6:.0f} MB for a {len(body) / 1e6:.0f} MB body"
+    assert path.stat().st_size < 8.1e6  # float32 samples on disk, not the JSON text
+    again = stored.payload(path, kind, {"language": "en"})
+    assert again["inputs"]["sampling_rate"] == 16000 and again["inputs"]["array"].dtype == np.float32
+    assert len(again["inputs"]["array"]) == 2_000_000
+
+
+def test_a_json_job_body_has_its_own_limit(tiny_handler, tmp_path):
+    jobs = JobSettings(db=tmp_path / "j.sqlite", max_json_body_bytes=1000)
+    with live_server(create_app(ServerSettings(), handler=tiny_handler, job_settings=jobs)) as running:
+        response = requests.post(f"{running.url}/jobs", data=samples_json(1000),
+                                 headers={"Content-Type": "application/json"}, timeout=10)
+    assert response.status_code == 413 and "JOBS_MAX_JSON_BODY_BYTES" in response.json()["error"]

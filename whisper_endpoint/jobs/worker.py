@@ -22,9 +22,9 @@ import anyio
 
 from whisper_endpoint.adapters.errors import InternalError
 from whisper_endpoint.adapters.http import as_endpoint_error
-from whisper_endpoint.adapters.payloads import toolkit_payload
 from whisper_endpoint.decode_context import DISCONNECTED, SHUTDOWN, DecodeContext, DecodeStopped
 from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings
 from whisper_endpoint.jobs.store import Job, JobStore
@@ -159,12 +159,12 @@ class Jobs:
 
     async def _outcome(self, job: Job, context: DecodeContext) -> tuple[str, dict] | None:
         """("succeeded", result) or ("failed", error); None when the shutdown stopped the decode."""
-        try:
-            data = await anyio.to_thread.run_sync(Path(job.input_path).read_bytes)
+        try:  # read (a stored JSON body parsed) on a thread: never on the event loop
+            payload = await anyio.to_thread.run_sync(stored.payload, Path(job.input_path), job.media_type,
+                                                     job.parameters)
         except OSError:
             return "failed", UPLOAD_LOST
         try:
-            payload = toolkit_payload(data, job.media_type, job.parameters)
             return "succeeded", await self.service.run_job(payload, context)
         except DecodeStopped as stopped:
             if stopped.reason == SHUTDOWN:

@@ -19,12 +19,12 @@ from starlette.responses import Response
 
 from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, QueueFullError, with_param
 from whisper_endpoint.adapters.payloads import is_json, media_type, text_parameters, toolkit_payload
-from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError, MissingInputError
+from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError
+from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import url_problem
 from whisper_endpoint.jobs.store import QUEUED, RUNNING
 from whisper_endpoint.jobs.uploads import WRITE_BYTES, UploadWriter
 from whisper_endpoint.jobs.worker import Jobs
-from whisper_endpoint.request import parse_parameters
 from whisper_endpoint.serving.limits import limited_stream
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
@@ -49,8 +49,11 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
             toolkit_payload(b"", kind, parameters)  # 415 for a content type no route takes
         job_id, path = jobs.new_upload()
         try:
-            await _receive(request, path, jobs.settings.max_body_bytes, service.settings.body_timeout_s)
-            parameters = await anyio.to_thread.run_sync(_checked_parameters, path, kind, parameters)
+            # JSON is parsed into objects (memory several times its size): its own, smaller limit.
+            limit, setting = ((jobs.settings.max_json_body_bytes, "JOBS_MAX_JSON_BODY_BYTES") if is_json(kind) else
+                              (jobs.settings.max_body_bytes, "JOBS_MAX_BODY_BYTES"))
+            await _receive(request, path, limit, service.settings.body_timeout_s, setting)
+            kind, parameters = await anyio.to_thread.run_sync(stored.store, path, kind, parameters)
             job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback)
         except BaseException:
             with anyio.CancelScope(shield=True):
@@ -108,13 +111,13 @@ def _callback_url(url: str | None, *, allow_internal: bool) -> str | None:
     return url
 
 
-async def _receive(request: Request, path: Path, limit: int, timeout_s: float) -> None:
+async def _receive(request: Request, path: Path, limit: int, timeout_s: float, setting: str) -> None:
     """Stream the body into ``path``, writing on a thread (a partial file never becomes a job: the caller
     removes it)."""
     upload = await anyio.to_thread.run_sync(UploadWriter, path)
     try:
         pieces, pending = [], 0
-        async for chunk in limited_stream(request, limit, timeout_s, "JOBS_MAX_BODY_BYTES"):
+        async for chunk in limited_stream(request, limit, timeout_s, setting):
             pieces.append(chunk)
             pending += len(chunk)
             if pending >= WRITE_BYTES:
@@ -129,14 +132,3 @@ async def _receive(request: Request, path: Path, limit: int, timeout_s: float) -
     if size == 0:
         raise EmptyAudioError("the request body is empty: send the audio file or a JSON payload")
 
-
-def _checked_parameters(path: Path, kind: str, parameters: dict) -> dict:
-    """The query's parameters, checked now with the body's (422/400 before the 202, not a failed job)."""
-    if is_json(kind):
-        data = toolkit_payload(path.read_bytes(), kind, parameters)
-        if not isinstance(data, dict) or data.get("inputs") is None:
-            raise MissingInputError("the JSON body has no 'inputs' (base64 audio)")
-        parse_parameters(data.get("parameters"))
-    else:
-        parse_parameters(parameters)
-    return parameters
