@@ -448,3 +448,89 @@ def test_a_json_job_body_has_its_own_limit(tiny_handler, tmp_path):
         response = requests.post(f"{running.url}/jobs", data=samples_json(1000),
                                  headers={"Content-Type": "application/json"}, timeout=10)
     assert response.status_code == 413 and "JOBS_MAX_JSON_BODY_BYTES" in response.json()["error"]
+
+
+# --- the jobs' disk ----------------------------------------------------------------------------
+
+
+def slow_body(size: int, pieces: int = 10, pause_s: float = 0.1):
+    for _ in range(pieces):
+        yield b"\1" * (size // pieces)
+        time.sleep(pause_s)
+
+
+@pytest.fixture
+def loading_server(tmp_path):
+    """A server whose model never finishes loading: submitted jobs stay queued."""
+    loaded = threading.Event()
+
+    def load():
+        loaded.wait(60)
+        raise RuntimeError("not loaded in this test")
+
+    def start(**job_options):
+        jobs = JobSettings(db=tmp_path / "j.sqlite", **job_options)
+        return live_server(create_app(ServerSettings(), load=load, job_settings=jobs))
+
+    yield start
+    loaded.set()
+
+
+def submit(url: str, body) -> requests.Response:
+    return requests.post(f"{url}/jobs", data=body, headers={"Content-Type": "audio/flac"}, timeout=30)
+
+
+def test_concurrent_uploads_cannot_all_pass_the_queue_bound(loading_server):
+    """JOBS_MAX_QUEUED=2 and five uploads at once, each taking a second: two are taken, three are 429."""
+    with loading_server(max_queued=2) as running:
+        with ThreadPoolExecutor(5) as pool:
+            statuses = sorted(r.status_code for r in pool.map(lambda _: submit(running.url, slow_body(10_000)),
+                                                               range(5)))
+    assert statuses == [202, 202, 429, 429, 429]
+
+
+def test_uploads_are_bounded_on_disk_together_and_a_deleted_job_gives_its_bytes_back(loading_server):
+    with loading_server(max_disk_bytes=100_000) as running:
+        first = submit(running.url, b"\1" * 60_000)
+        assert first.status_code == 202
+        refused = submit(running.url, slow_body(60_000))
+        assert refused.status_code == 429 and "JOBS_MAX_DISK_BYTES" in refused.json()["error"]
+        with ThreadPoolExecutor(2) as pool:  # counted as they arrive: two at once cannot both fit
+            statuses = sorted(r.status_code for r in pool.map(lambda _: submit(running.url, slow_body(30_000)),
+                                                               range(2)))
+        assert statuses == [202, 429]
+        assert requests.delete(f"{running.url}/jobs/{first.json()['id']}", timeout=10).status_code == 204
+        assert submit(running.url, b"\1" * 60_000).status_code == 202
+
+
+def test_an_upload_without_a_job_is_swept_at_start_up_and_the_upload_folder_is_synced(tmp_path, monkeypatch):
+    """A crash between writing an upload and storing its row leaves an orphan: the next start removes it
+    (and a rewrite's partial file), keeping the uploads of queued jobs. A 202'd upload's folder entry is
+    fsynced, not only its bytes."""
+    import os
+
+    jobs_dir = tmp_path / "j.sqlite.uploads"
+    jobs_dir.mkdir()
+    (jobs_dir / "deadbeef.upload").write_bytes(b"orphan")
+    (jobs_dir / "cafe.upload.partial").write_bytes(b"partial")
+    from whisper_endpoint.jobs import uploads
+
+    synced, real_fsync = [], uploads.fsync
+
+    def recorded_fsync(descriptor):  # the real fsync, its files noted
+        synced.append(os.readlink(f"/proc/self/fd/{descriptor}"))
+        real_fsync(descriptor)
+
+    monkeypatch.setattr(uploads, "fsync", recorded_fsync)
+    load = threading.Event()
+    app = create_app(ServerSettings(), load=lambda: load.wait(60) and None,
+                     job_settings=JobSettings(db=tmp_path / "j.sqlite"))
+    try:
+        with live_server(app) as running:
+            wait_until(lambda: not (jobs_dir / "deadbeef.upload").exists(), timeout=10)
+            assert not (jobs_dir / "cafe.upload.partial").exists()
+            job = submit(running.url, b"\1" * 1000).json()
+            upload = jobs_dir / f"{job['id']}.upload"
+            assert upload.exists() and str(jobs_dir) in synced and synced.index(str(jobs_dir)) > synced.index(str(upload))
+    finally:
+        load.set()

@@ -32,7 +32,13 @@ class JobSettings(BaseSettings):
         64 * 1024**2, ge=1, description="Largest JSON body on POST /jobs (decoded into objects: send long audio "
         "as a file, up to JOBS_MAX_BODY_BYTES)."
     )
-    max_queued: int = Field(1000, ge=0, description="Jobs waiting to run; beyond it POST /jobs is 429.")
+    max_queued: int = Field(
+        1000, ge=0, description="Jobs waiting to run, uploads under way included; beyond it POST /jobs is 429."
+    )
+    max_disk_bytes: int = Field(
+        20 * GB, ge=1, description="Disk all uploads may take together (those arriving counted as they come); "
+        "beyond it POST /jobs is 429."
+    )
     max_attempts: int = Field(
         3, ge=1, description="Runs a job may start; a job interrupted (server killed) this often fails."
     )

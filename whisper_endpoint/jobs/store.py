@@ -161,6 +161,10 @@ class JobStore:
             ).rowcount
         return requeued, [Job.from_row(row) for row in failed]
 
+    def input_paths(self) -> set[str]:
+        with self._lock:
+            return {row[0] for row in self._db.execute("SELECT input_path FROM jobs")}
+
     def delete(self, job_id: str) -> Job | None:
         with self._lock:
             row = self._db.execute("DELETE FROM jobs WHERE id = ? RETURNING *", (job_id,)).fetchone()

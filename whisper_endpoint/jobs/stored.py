@@ -17,6 +17,7 @@ import numpy as np
 
 from whisper_endpoint.adapters.payloads import is_json, toolkit_payload
 from whisper_endpoint.errors import InvalidInputError, MissingInputError
+from whisper_endpoint.jobs.uploads import sync_folder
 from whisper_endpoint.request import parse_parameters
 
 # Media types of rewritten uploads; a client sending either gets 415 like any type no route takes.
@@ -72,3 +73,4 @@ def _replace(path: Path, write: Callable) -> None:
         file.flush()
         os.fsync(file.fileno())
     os.replace(partial, path)
+    sync_folder(path.parent)

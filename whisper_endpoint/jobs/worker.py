@@ -16,18 +16,20 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 
-from whisper_endpoint.adapters.errors import InternalError
+from whisper_endpoint.adapters.errors import InternalError, QueueFullError
 from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.decode_context import DISCONNECTED, SHUTDOWN, DecodeContext, DecodeStopped
 from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings
-from whisper_endpoint.jobs.store import Job, JobStore
+from whisper_endpoint.jobs.store import QUEUED, Job, JobStore
+from whisper_endpoint.jobs.uploads import DiskBudget
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +51,9 @@ class Jobs:
         self._tasks: list[asyncio.Task] = []
         self._callbacks: set[asyncio.Task] = set()
         self._callback_slots = asyncio.Semaphore(CALLBACK_CONCURRENCY)
+        self.disk = DiskBudget(settings.max_disk_bytes)
+        self._uploading = 0  # submissions between their queue check and their row: counted as queued
+        self._admission = asyncio.Lock()
 
     # --- lifespan ------------------------------------------------------------------------------
 
@@ -60,6 +65,9 @@ class Jobs:
             self.unavailable = f"the job store cannot be opened ({type(exc).__name__}); see the server log"
             logger.error("jobs disabled: cannot open %s", self.settings.db, exc_info=exc)
             return
+        swept, self.disk.used = await anyio.to_thread.run_sync(self._sweep)
+        if swept:
+            logger.info("jobs: %d upload(s) without a job removed (a crash between an upload and its job)", swept)
         requeued, failed = await anyio.to_thread.run_sync(self.store.recover, self.settings.max_attempts)
         if requeued or failed:
             logger.info("jobs after restart: %d queued again, %d failed (interrupted too often)",
@@ -87,11 +95,44 @@ class Jobs:
         if self.store is not None:
             await anyio.to_thread.run_sync(self.store.close)
 
+    def _sweep(self) -> tuple[int, int]:
+        """Blocking: remove the uploads no job refers to; (how many, the bytes the others hold)."""
+        kept, removed, used = self.store.input_paths(), 0, 0
+        for path in self.settings.uploads.iterdir():
+            if not path.is_file():
+                continue
+            if str(path) in kept:
+                used += path.stat().st_size
+            else:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed, used
+
     # --- submission and progress ---------------------------------------------------------------
 
     def new_upload(self) -> tuple[str, Path]:
         job_id = uuid.uuid4().hex
         return job_id, self.settings.uploads / f"{job_id}.upload"
+
+    @asynccontextmanager
+    async def admitted(self):
+        """A place in the queue for one submission until its row is stored (429 when there is none): the
+        check and the count are one step, so concurrent uploads cannot all pass JOBS_MAX_QUEUED."""
+        async with self._admission:
+            queued = await anyio.to_thread.run_sync(self.store.count, QUEUED)
+            if queued + self._uploading >= self.settings.max_queued:
+                raise QueueFullError(f"too many jobs waiting ({self.settings.max_queued}, JOBS_MAX_QUEUED); "
+                                     "retry later", retry_after=60)
+            self._uploading += 1
+        try:
+            yield
+        finally:
+            self._uploading -= 1
+
+    async def remove_upload(self, path: Path) -> None:
+        """Delete an upload (its job ended, was deleted or never became one) and give its disk back."""
+        size = await anyio.to_thread.run_sync(_remove, path)
+        self.disk.give(size)
 
     def submitted(self) -> None:
         self._wake.set()
@@ -180,7 +221,7 @@ class Jobs:
         job = await anyio.to_thread.run_sync(self.store.get, job_id)
         if job is None:  # deleted while it ran
             return
-        await anyio.to_thread.run_sync(Path(job.input_path).unlink, True)
+        await self.remove_upload(Path(job.input_path))
         if job.callback_url:
             task = asyncio.create_task(self._callback(job))
             self._callbacks.add(task)
@@ -197,4 +238,14 @@ class Jobs:
 
     async def _expire(self) -> None:
         for job in await anyio.to_thread.run_sync(self.store.expire, self.settings.ttl_s):
-            await anyio.to_thread.run_sync(Path(job.input_path).unlink, True)
+            await self.remove_upload(Path(job.input_path))
+
+
+def _remove(path: Path) -> int:
+    """Blocking: delete ``path``; the bytes it held (0 when it was gone)."""
+    try:
+        size = path.stat().st_size
+        path.unlink()
+    except FileNotFoundError:
+        return 0
+    return size
