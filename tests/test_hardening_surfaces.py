@@ -29,17 +29,18 @@ HEALTH_S = 1.0  # the Dockerfile's health check gives up after 3 s; answers here
 
 
 class Attack:
-    """Runs ``attack`` on a thread while /health is asked again and again: the slowest answer."""
+    """Runs ``attack`` on a thread while /health is asked again and again (``status``: its answer, 503 while
+    a model loads): the slowest answer must come within HEALTH_S."""
 
-    def __init__(self, url: str):
-        self.url, self.slowest, self.answers = url, 0.0, 0
+    def __init__(self, url: str, status: int = 200):
+        self.url, self.status, self.slowest, self.answers = url, status, 0.0, 0
 
     def during(self, attack):
         with ThreadPoolExecutor(1) as pool:
             future = pool.submit(attack)
             while not future.done() or not self.answers:
                 started = time.perf_counter()
-                assert requests.get(f"{self.url}/health", timeout=10).status_code == 200
+                assert requests.get(f"{self.url}/health", timeout=10).status_code == self.status
                 self.slowest = max(self.slowest, time.perf_counter() - started)
                 self.answers += 1
                 time.sleep(0.05)
@@ -355,7 +356,7 @@ def test_a_session_whose_transcript_never_comes_still_ends_at_its_idle_timeout(h
         session.send({"type": "input_audio_buffer.commit"})
         assert held_realtime.held.held.wait(20)
         silent_from = time.monotonic()
-        assert session.close_code(timeout=6) == 1000
+        assert Attack(held_realtime.url).during(lambda: session.close_code(timeout=6)) == 1000
         assert time.monotonic() - silent_from < 4
         assert session.of("error")[0]["error"]["code"] == "idle_timeout"
     wait_until(lambda: held_realtime.held.contexts[0].stop_reason == DISCONNECTED, timeout=5)
@@ -482,10 +483,12 @@ def submit(url: str, body) -> requests.Response:
 
 def test_concurrent_uploads_cannot_all_pass_the_queue_bound(loading_server):
     """JOBS_MAX_QUEUED=2 and five uploads at once, each taking a second: two are taken, three are 429."""
-    with loading_server(max_queued=2) as running:
+    def five_at_once(url):
         with ThreadPoolExecutor(5) as pool:
-            statuses = sorted(r.status_code for r in pool.map(lambda _: submit(running.url, slow_body(10_000)),
-                                                               range(5)))
+            return sorted(r.status_code for r in pool.map(lambda _: submit(url, slow_body(10_000)), range(5)))
+
+    with loading_server(max_queued=2) as running:
+        statuses = Attack(running.url, status=503).during(lambda: five_at_once(running.url))
     assert statuses == [202, 202, 429, 429, 429]
 
 
@@ -534,3 +537,47 @@ def test_an_upload_without_a_job_is_swept_at_start_up_and_the_upload_folder_is_s
             assert upload.exists() and str(jobs_dir) in synced and synced.index(str(jobs_dir)) > synced.index(str(upload))
     finally:
         load.set()
+
+
+# --- the stepped JSON decoder ----------------------------------------------------------------
+
+LONG_RUN = "[" + ", ".join(f"{i / 7 - 300:.5f}" for i in range(4000)) + "]"
+
+
+@pytest.mark.parametrize("text", [
+    "{}", "[]", '"x"', "3", " null ", '{"a": [1, 2, 3], "b": {"c": "x", "d": []}}', "[[1, 2], [3]]",
+    '{"a": [NaN, 1]}', '{"a": [1.5, "x", {"k": [2]}]}', '{"dup": 1, "dup": 2}', "[\n 1 ,\t2\n]",
+    '{"inputs": {"array": ' + LONG_RUN + ', "sampling_rate": 16000}}', "[" + LONG_RUN + ", " + LONG_RUN + "]",
+])
+def test_the_stepped_decoder_reads_what_json_loads_reads(text):
+    import json
+
+    import numpy as np
+
+    from whisper_endpoint.adapters.stepped_json import loads
+
+    def plain(value):  # float32 runs back to lists, for the comparison
+        if isinstance(value, np.ndarray):
+            return [round(float(v), 2) for v in value]
+        if isinstance(value, float):
+            return round(value, 2) if value == value else "nan"
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items()}
+        return value
+
+    assert plain(loads(text, 10_000)) == plain(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"a":}', "[1,]", '{"a": 1,}', "[1 2]", '{"a": 1} x', '{"a" 1}',
+                                  "[" + LONG_RUN[1:-1] + ",]", "[" + LONG_RUN[1:-1] + " 5]", "{'a': 1}"])
+def test_the_stepped_decoder_refuses_what_json_loads_refuses(text):
+    import json
+
+    from whisper_endpoint.adapters.stepped_json import loads
+
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        loads(text, 10_000)

@@ -40,6 +40,16 @@ def _skip(text: str, at: int) -> int:
     return _SPACE.match(text, at).end()
 
 
+def _after_item(text: str, at: int, close: str) -> tuple[int, bool]:
+    """Past the ',' after an item (False), or past the closing bracket (True)."""
+    at = _skip(text, at)
+    if text.startswith(",", at):
+        return _skip(text, at + 1), False
+    if text.startswith(close, at):
+        return at + 1, True
+    raise ValueError(f"expected ',' or '{close}' at character {at}")
+
+
 def _value(text: str, at: int, counted: list[int], max_items: int):
     if text.startswith("[", at):
         return _array(text, at, counted, max_items)
@@ -65,13 +75,9 @@ def _array(text: str, at: int, counted: list[int], max_items: int):
         else:
             item, at = _decoder.raw_decode(text, at)
         items.append(item)
-        at = _skip(text, at)
-        if text.startswith(",", at):
-            at = _skip(text, at + 1)
-        elif text.startswith("]", at):
-            return items, at + 1
-        else:
-            raise ValueError(f"expected ',' or ']' at character {at}")
+        at, closed = _after_item(text, at, "]")
+        if closed:
+            return items, at
 
 
 def _numeric_run(text: str, at: int) -> tuple[np.ndarray, int] | None:
@@ -110,10 +116,6 @@ def _object(text: str, at: int, counted: list[int], max_items: int) -> tuple[dic
         if not text.startswith(":", at):
             raise ValueError(f"expected ':' at character {at}")
         value[key], at = _value(text, _skip(text, at + 1), counted, max_items)
-        at = _skip(text, at)
-        if text.startswith(",", at):
-            at = _skip(text, at + 1)
-        elif text.startswith("}", at):
-            return value, at + 1
-        else:
-            raise ValueError(f"expected ',' or '}}' at character {at}")
+        at, closed = _after_item(text, at, "}")
+        if closed:
+            return value, at
