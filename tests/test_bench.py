@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -76,11 +77,30 @@ def test_overhead_compares_handler_with_each_raw_backend(quick_run):
     for backend, raw in (("ctranslate2", "raw_faster_whisper"), ("transformers", "raw_pipeline")):
         for label in ("short", "long"):
             data = results[backend][label]
-            assert data["ratio_handler_over_raw"] > 0
-            assert data["variants"]["handler"]["median_s"] > 0 and data["variants"][raw]["median_s"] > 0
+            variants = data["variants"]
+            for variant in variants.values():
+                _check_timed(variant, data["repeats"])
+            # The ratios are the variants' own medians divided (CPU time, and wall time).
+            assert data["ratio_handler_over_raw"] == _ratio(variants["handler"], variants[raw], "median_cpu_s")
+            assert data["ratio_handler_over_raw_wall"] == _ratio(variants["handler"], variants[raw], "median_s")
             assert data["text_chars"]["handler"] > 0  # the handler transcribed something
-    assert results["ctranslate2"]["long"]["audio_s"] > 30  # past one window: the batched path ran
-    assert results["ctranslate2"]["long"]["ratio_handler_no_recovery_over_raw"] > 0
+    long = results["ctranslate2"]["long"]
+    assert long["audio_s"] > 30  # past one window: the batched path ran
+    assert long["ratio_handler_no_recovery_over_raw"] == _ratio(
+        long["variants"]["handler_no_recovery"], long["variants"]["raw_faster_whisper"], "median_cpu_s")
+
+
+def _check_timed(variant: dict, repeats: int) -> None:
+    """A variant's medians are those of its runs, one run a repeat, and no run used more CPU time than
+    its wall time on every core (CPU time is this process's, over all its threads)."""
+    assert len(variant["runs_s"]) == len(variant["cpu_runs_s"]) == repeats
+    assert variant["median_s"] == pytest.approx(statistics.median(variant["runs_s"]), abs=0.001)
+    assert variant["median_cpu_s"] == pytest.approx(statistics.median(variant["cpu_runs_s"]), abs=0.001)
+    assert all(cpu <= wall * os.cpu_count() + 0.01 for wall, cpu in zip(variant["runs_s"], variant["cpu_runs_s"]))
+
+
+def _ratio(mine: dict, theirs: dict, key: str) -> float:
+    return round(mine[key] / theirs[key], 3)
 
 
 def test_load_test_answers_every_request(quick_run):
@@ -111,7 +131,11 @@ def test_other_items_measure_what_they_claim(quick_run):
     assert diarization["lengths"][0]["peak_rss_mib"] >= diarization["lengths"][0]["rss_after_load_mib"] > 0
     threads = diarization["threads"]  # the defaults beside one thread (one run each in the quick run)
     assert [len(threads[name]["runs"]) for name in ("defaults", "one_thread")] == [1, 1]
-    assert threads["defaults_over_one_thread_diarized_wall"] > 0
+    [defaults], [one] = threads["defaults"]["runs"], threads["one_thread"]["runs"]
+    assert threads["defaults_over_one_thread_diarized_wall"] == pytest.approx(
+        defaults["asr_with_diarization_s"] / one["asr_with_diarization_s"], abs=0.006)
+    assert threads["defaults"]["diarized_over_plain_wall"] == pytest.approx(
+        defaults["asr_with_diarization_s"] / defaults["asr_alone_s"], abs=0.006)
 
 
 def test_concurrency_item_serves_one_and_two_at_once(quick_run):
@@ -119,7 +143,14 @@ def test_concurrency_item_serves_one_and_two_at_once(quick_run):
     assert entry["failed_requests"] == 0
     assert {(v["max_concurrency"], v["cpu_threads"]) for v in entry["variants"].values()} == {(1, 1), (2, 1)}
     for variant in entry["variants"].values():
-        assert variant["per_wall_minute"] > 0 and variant["per_cpu_minute"] > 0
+        # Requests a minute are the rounds' own counts over their times (the medians of the rounds).
+        rounds, count = variant["rounds"], entry["requests_at_once"]
+        for measured in rounds:
+            assert measured["per_wall_minute"] == pytest.approx(60 * count / measured["wall_s"], rel=0.03)
+            assert measured["per_cpu_minute"] == pytest.approx(60 * count / measured["cpu_s"], rel=0.03)
+        assert variant["per_wall_minute"] == statistics.median(r["per_wall_minute"] for r in rounds)
+        assert variant["per_cpu_minute"] == statistics.median(r["per_cpu_minute"] for r in rounds)
+        assert len(rounds) == entry["repeats"]
         assert variant["peak_rss_mib"] >= variant["rss_after_first_use_mib"] > 0
     assert set(entry["rss_per_extra_worker_mib"]) == {"1->2"}
 
@@ -139,7 +170,8 @@ def test_gpu_script_runs_at_a_tiny_size_on_cpu(quick_run):
     result = json.loads(stdout.read_text())
     assert [row["batch_size"] for row in result["rows"]] == [1, 2]
     assert result["measured_on"].startswith("cpu") and result["decode_tokens"] == 4
-    assert all(row["tokens_per_s"] > 0 for row in result["rows"])
+    for row in result["rows"]:  # batch x tokens over the decode's time
+        assert row["tokens_per_s"] == pytest.approx(row["batch_size"] * 4 / row["decode_s"], rel=0.02)
 
 
 def test_profile_table_compares_each_stage_of_the_lengths_both_profiles_have():

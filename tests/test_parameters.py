@@ -1,13 +1,25 @@
 """Request parameters and settings: validation that names the problem and the valid values; one schema,
 read by the flow and documented by the README."""
 
+import base64
+import dataclasses
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pytest
+from pydantic import BaseModel
 
+from tests.conftest import CLIPS, decode_reference, encode, read_clip
+from tests.serving_helpers import CLIP
+from whisper_endpoint import formats
+from whisper_endpoint.backends import cost, windows
+from whisper_endpoint.backends.ctranslate2_backend import _RequestPipeline
 from whisper_endpoint.config import InferenceConfig, ModelSettings
-from whisper_endpoint.errors import InvalidParameterError
+from whisper_endpoint.errors import ClientError, InvalidParameterError
 from whisper_endpoint.request import parse_parameters
 
 
@@ -100,22 +112,251 @@ def test_bad_setting_is_rejected(monkeypatch):
         ModelSettings()
 
 
-# --- one schema: every field is read by the flow, and the README's table says what the schema says ----------
+# --- one schema: every field has an effect, and the README's table says what the schema says -----------
+#
+# Each field of InferenceConfig, set to a value other than its default, must change what the real
+# decoder is asked (faster-whisper's model and batched pipeline, the diarizer: their calls recorded by
+# wrapping them, still running them) or what the response holds; the same request without the field must
+# not show that change (so the effect comes from the field, not from the input). Fields the handler does
+# not read (InferenceConfig.ROUTE_ONLY: the routes hand them to the renderers) are checked in RENDERED:
+# a body of formats.render changes with them.
 
-PACKAGE = Path(__file__).resolve().parents[1] / "whisper_endpoint"
 README = Path(__file__).resolve().parents[1] / "README.md"
+VOICE = "asterisk_check-number-dial-again.flac"  # 2.2 s: the diarized rows' audio (known_speakers needs 2 s)
 
 
-def _flow_source() -> str:
-    return "\n".join(path.read_text(encoding="utf-8") for path in PACKAGE.rglob("*.py") if path.name != "config.py")
+@dataclass
+class Observed:
+    """One request: the response (or the client error it raised) and the calls the models received."""
+
+    response: dict | None = None
+    error: str | None = None
+    decode: list[dict] = field(default_factory=list)  # WhisperModel.transcribe (one window, second pass)
+    batch: list[dict] = field(default_factory=list)  # the batched pipeline's transcribe, one call a batch
+    diarize: list[dict] = field(default_factory=list)
+
+    def warned(self, fragment: str) -> bool:
+        return self.response is not None and any(fragment in w for w in self.response["warnings"])
 
 
-def test_every_request_field_is_read_by_the_flow_or_declared_route_only():
-    source = _flow_source()
-    unread = [name for name in InferenceConfig.model_fields
-              if name not in InferenceConfig.ROUTE_ONLY
-              and not re.search(rf"\.{name}\b|[\"']{name}[\"']", source)]
-    assert unread == [], f"fields nothing reads (use them, or declare them in InferenceConfig.ROUTE_ONLY): {unread}"
+@dataclass(frozen=True)
+class Effect:
+    value: object
+    seen: Callable[[Observed], bool]  # true with the value, false without it
+    handler: str = "tiny_handler"  # a fixture of conftest.py
+    audio: str = "array"  # a key of _inputs
+    base: tuple = ()  # parameters both runs set, as (name, value) pairs
+
+
+def _words_of(o: Observed) -> bool:
+    return bool(o.response["speakers"]) and all("words" in s for s in o.response["speakers"])
+
+
+def _labels(o: Observed) -> set:
+    return {s["speaker"] for s in (o.response or {}).get("speakers", [])}
+
+
+BATCHED = (("chunk_length_s", 4),)  # with short windows (_patch_for): 4 s of speech in two windows
+DIARIZED = {"handler": "diarizing_handler", "audio": "voice"}
+MULTICHANNEL = (("multichannel", True),)
+
+EFFECTS: dict[str, Effect] = {
+    "task": Effect("translate", lambda o: "task 'translate' needs a multilingual model" in (o.error or "")),
+    # Without the second pass (a cheaper request, and recover_dropped_speech's own).
+    "batch_size": Effect(2, lambda o: bool(o.batch) and all(c["batch_size"] == 2 for c in o.batch),
+                         audio="batched", base=(*BATCHED, ("recover_dropped_speech", False))),
+    "assisted": Effect(True, lambda o: o.warned("'assisted' needs the transformers backend")),
+    "chunk_length_s": Effect(4, lambda o: bool(o.batch) and all(
+        w["end"] - w["start"] <= 4 for c in o.batch for w in c["clip_timestamps"]), audio="batched"),
+    # 12 kHz samples resampled to 16 kHz: 4/3 as many (8 kHz made tiny.en loop for 20 s of CPU time).
+    "sampling_rate": Effect(12000, lambda o: len(o.decode) == 1 and abs(
+        o.decode[0]["samples"] - _clip_length() * 4 / 3) <= 2),
+    "language": Effect("en", lambda o: bool(o.decode) and all(c["language"] == "en" for c in o.decode)),
+    "num_speakers": Effect(2, lambda o: [c["num_speakers"] for c in o.diarize] == [2], **DIARIZED),
+    "min_speakers": Effect(2, lambda o: [c["min_speakers"] for c in o.diarize] == [2], **DIARIZED),
+    "max_speakers": Effect(3, lambda o: [c["max_speakers"] for c in o.diarize] == [3], **DIARIZED),
+    "beam_size": Effect(3, lambda o: bool(o.decode) and all(c["beam_size"] == 3 for c in o.decode)),
+    "return_timestamps": Effect("word", lambda o: bool(o.decode) and all(
+        c["word_timestamps"] for c in o.decode)),
+    "initial_prompt": Effect("Voicemail menu.", lambda o: bool(o.decode) and all(
+        "Voicemail menu." in (c["initial_prompt"] or "") for c in o.decode)),
+    "vad_filter": Effect(True, lambda o: bool(o.decode) and all(
+        c["vad_filter"] is True for c in o.decode)),
+    "temperature": Effect(0.5, lambda o: bool(o.decode) and all(
+        c["temperature"] == 0.5 for c in o.decode)),
+    "hotwords": Effect("Asterisk", lambda o: bool(o.decode) and all(
+        "Asterisk" in (c["hotwords"] or "") for c in o.decode)),
+    "condition_on_previous_text": Effect(False, lambda o: bool(o.decode) and all(
+        c["condition_on_previous_text"] is False for c in o.decode)),
+    "no_speech_threshold": Effect(0.3, lambda o: bool(o.decode) and all(
+        c["no_speech_threshold"] == 0.3 for c in o.decode)),
+    # With word chunks (return_timestamps, same request) the segments' confidence comes beside them.
+    "return_confidence": Effect(True, lambda o: bool(o.response.get("segments")) and all(
+        "avg_logprob" in c for c in o.response["segments"])),
+    # Silence: nothing reaches the decoder unless non-speech is kept.
+    "drop_non_speech": Effect(False, lambda o: len(o.decode) == 1, audio="silence"),
+    # Without it no window remainder reaches the sequential decoder (the run with it must have some).
+    "recover_dropped_speech": Effect(False, lambda o: o.response["decoding"]["remainders_decoded_again"] == 0
+                                     and not any("max_new_tokens" in c for c in o.decode),
+                                     audio="batched", base=BATCHED),
+    "diarize": Effect(False, lambda o: o.diarize == [] and o.response["speakers"] == [], **DIARIZED),
+    "return_speaker_turns": Effect(True, lambda o: bool(o.response.get("speaker_turns")), **DIARIZED),
+    "return_speaker_words": Effect(True, _words_of, **DIARIZED),
+    "multichannel": Effect(True, lambda o: _labels(o) == {"CHANNEL_0", "CHANNEL_1"} and len(o.decode) == 2,
+                           audio="stereo"),
+    "channel_names": Effect(("left", "right"), lambda o: _labels(o) == {"left", "right"}, audio="stereo",
+                            base=MULTICHANNEL),
+    "diarize_channels": Effect(True, lambda o: len(o.diarize) == 2, "diarizing_handler", audio="stereo",
+                               base=MULTICHANNEL),
+    # The request's own recording enrolled: its one speaker takes the name.
+    "known_speakers": Effect(({"name": "Enrolled", "audio": base64.b64encode(read_clip(VOICE)).decode()},),
+                             lambda o: [m["name"] for m in o.response.get("speaker_matches", [])] == ["Enrolled"],
+                             **DIARIZED),
+    "return_speaker_embeddings": Effect(True, lambda o: bool(o.response.get("speaker_embeddings", {}).get(
+        "speakers")), **DIARIZED),
+}
+
+# Fields sent in one request (to keep the test short): each sets a decoder argument or a response key of
+# its own, so each check still sees its own field. Every other field has a request to itself.
+GROUPS = {
+    "decoder arguments": ("language", "beam_size", "return_timestamps", "initial_prompt", "vad_filter",
+                          "temperature", "hotwords", "condition_on_previous_text", "no_speech_threshold",
+                          "sampling_rate", "assisted", "return_confidence"),
+    "speaker counts": ("num_speakers", "min_speakers", "max_speakers"),
+    "speaker extras": ("return_speaker_turns", "return_speaker_words", "return_speaker_embeddings"),
+}
+
+# ROUTE_ONLY fields: name -> (value, the format whose body it changes).
+RENDERED: dict[str, tuple[object, str]] = {
+    "subtitle_cues": ("segment", "srt"), "max_line_width": (10, "srt"), "max_line_count": (1, "srt"),
+    "max_words_per_line": (2, "srt"), "max_cue_duration": (1.0, "srt"), "min_cue_duration": (5.0, "srt"),
+    "highlight_words": (True, "vtt"),
+}
+
+
+@lru_cache(maxsize=None)
+def _clip() -> np.ndarray:
+    return decode_reference(CLIPS / CLIP)
+
+
+def _clip_length() -> int:
+    return len(_clip())
+
+
+@lru_cache(maxsize=None)
+def _inputs(name: str):
+    """The request's ``inputs`` for an Effect's ``audio`` (all short: a few seconds at most)."""
+    if name == "array":  # no sampling_rate of its own: the parameter's applies
+        return {"array": _clip()}
+    if name == "voice":
+        return read_clip(VOICE)
+    if name == "batched":
+        other = decode_reference(CLIPS / VOICE)
+        return {"array": np.concatenate([_clip(), np.zeros(4000, np.float32), other]), "sampling_rate": 16000}
+    if name == "silence":
+        return {"array": np.zeros(2 * 16000, np.float32), "sampling_rate": 16000}
+    if name == "stereo":  # a different clip on each channel
+        other = decode_reference(CLIPS / VOICE)
+        left = np.pad(_clip(), (0, max(0, len(other) - _clip_length())))
+        return encode(np.stack([left, other[: len(left)]]), 16000, "wav", "pcm_s16le", channels=2)
+    raise KeyError(name)
+
+
+def _requests() -> dict[str, list[str]]:
+    """Test id -> the fields its request sets: a group's name, or a field's own."""
+    grouped = {name for names in GROUPS.values() for name in names}
+    return {**{name: list(names) for name, names in GROUPS.items()},
+            **{name: [name] for name in EFFECTS if name not in grouped}}
+
+
+def _parameters(effects: list[Effect], fields: dict[str, Effect]) -> dict:
+    parameters = dict(effects[0].base)
+    for name, effect in fields.items():  # the table holds lists as tuples (its rows are frozen)
+        parameters[name] = list(effect.value) if isinstance(effect.value, tuple) else effect.value
+    return parameters
+
+
+def _patch_for(audio: str, monkeypatch) -> None:
+    if audio == "batched":
+        monkeypatch.setattr(cost, "MIN_WINDOW_S", 4)  # two windows from 4 s (as conftest's short_windows)
+        # Every window's end after its last segment is decoded again (the production floor, 1 s, is
+        # VAD padding): the second pass runs on 4 s of audio, so recover_dropped_speech can be seen.
+        monkeypatch.setattr(windows, "MIN_LEFTOVER_S", 0.02)
+
+
+def observe(handler, inputs, parameters: dict) -> Observed:
+    """Run one request on the real handler, recording the calls its models receive."""
+    seen = Observed()
+    model = handler.asr.model
+    decode, batch = model.transcribe, _RequestPipeline.transcribe
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(model, "transcribe", lambda audio, **kw: (
+            seen.decode.append({"samples": len(audio), **kw}), decode(audio, **kw))[1])
+        patch.setattr(_RequestPipeline, "transcribe", lambda self, audio, **kw: (
+            seen.batch.append(kw), batch(self, audio, **kw))[1])
+        if handler.diarizer is not None:
+            diarize = handler.diarizer.diarize
+            patch.setattr(handler.diarizer, "diarize", lambda samples, **kw: (
+                seen.diarize.append(kw), diarize(samples, **kw))[1])
+        try:
+            seen.response = handler({"inputs": inputs, "parameters": parameters})
+        except ClientError as exc:
+            seen.error = f"{exc.status}: {exc}"
+    return seen
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict:
+    """Every request run here, by (handler, audio, parameters): a group's request may be another's baseline."""
+    return {}
+
+
+@pytest.mark.parametrize("fields", sorted(_requests().items()), ids=lambda item: item[0])
+def test_every_request_field_changes_the_decoders_calls_or_the_response(fields, request, runs, monkeypatch):
+    effects = {name: EFFECTS[name] for name in fields[1]}
+    first = next(iter(effects.values()))
+    assert all((e.handler, e.audio, e.base) == (first.handler, first.audio, first.base) for e in effects.values())
+    handler = request.getfixturevalue(first.handler)
+    _patch_for(first.audio, monkeypatch)
+
+    def run(parameters: dict) -> Observed:
+        key = (first.handler, first.audio, repr(sorted(parameters.items())))
+        if key not in runs:
+            runs[key] = observe(handler, _inputs(first.audio), parameters)
+        return runs[key]
+
+    baseline, changed = run(_parameters(list(effects.values()), {})), run(_parameters(list(effects.values()), effects))
+    assert baseline.error is None, baseline.error
+    shown = [name for name, effect in effects.items() if effect.seen(baseline)]
+    assert shown == [], "the request without these fields already shows their effect"
+    missing = [name for name, effect in effects.items() if not effect.seen(changed)]
+    assert missing == [], f"fields without their effect: {missing} ({changed})"
+
+
+def test_every_field_has_an_effect_in_the_table_and_route_only_ones_change_a_rendered_body(request):
+    assert set(EFFECTS) | set(RENDERED) == set(InferenceConfig.model_fields), \
+        "give the field a row in EFFECTS (or in RENDERED if it is in InferenceConfig.ROUTE_ONLY)"
+    assert set(RENDERED) == InferenceConfig.ROUTE_ONLY and not set(EFFECTS) & InferenceConfig.ROUTE_ONLY
+    if RENDERED:
+        result = request.getfixturevalue("tiny_handler")({"inputs": _inputs("batched"),
+                                                          "parameters": {"return_timestamps": "word"}})
+    unchanged = [name for name, (value, fmt) in RENDERED.items()
+                 if formats.render(result, fmt, _context_with(name, value)).body == formats.render(result, fmt).body]
+    assert unchanged == [], "route-only fields that change no rendered body"
+
+
+def _context_with(name: str, value) -> formats.Context:
+    """The renderers' Context with one route-only option set, on Context itself or in one of its option
+    groups (a pydantic model, validated again)."""
+    context = formats.Context()
+    for slot in dataclasses.fields(context):
+        if slot.name == name:
+            return dataclasses.replace(context, **{name: value})
+        group = getattr(context, slot.name)
+        if isinstance(group, BaseModel) and name in type(group).model_fields:
+            options = type(group).model_validate({**group.model_dump(), name: value})
+            return dataclasses.replace(context, **{slot.name: options})
+    raise AssertionError(f"{name} is ROUTE_ONLY, but no field of formats.Context carries it to the renderers")
 
 
 def _readme_rows() -> dict[str, str]:

@@ -63,9 +63,10 @@ def _env(**values) -> dict:
 def test_serve_entry_answers_ping_and_finishes_requests_on_sigterm(clip, tmp_path):
     port = free_port()
     log = (tmp_path / "serve.log").open("w")
+    release = tmp_path / "release"  # tests/held_serve.py holds the first decode until it exists
     process = subprocess.Popen(
-        [sys.executable, "-m", "whisper_endpoint.serving", "serve"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-        env=_env(SAGEMAKER_BIND_TO_PORT=str(port), HOST="127.0.0.1"),
+        [sys.executable, "-m", "tests.held_serve", "serve"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+        env=_env(SAGEMAKER_BIND_TO_PORT=str(port), HOST="127.0.0.1", HOLD_RELEASE_FILE=str(release)),
     )
     try:
         url = f"http://127.0.0.1:{port}"
@@ -76,8 +77,11 @@ def test_serve_entry_answers_ping_and_finishes_requests_on_sigterm(clip, tmp_pat
             for _ in range(2)]
         for thread in requests_done:
             thread.start()
-        wait_until(lambda: _busy(url))  # one decoding, one queued
+        wait_until(lambda: _busy(url), timeout=60)  # one decoding (held), one queued: a state, not a moment
         process.send_signal(signal.SIGTERM)  # what SageMaker and Inference Endpoints send on scale-down
+        wait_until(lambda: "Shutting down" in (tmp_path / "serve.log").read_text(), timeout=60)
+        assert results == []  # the signal came while both were in the server
+        release.touch()
         for thread in requests_done:
             thread.join(60)
         assert [r.status_code for r in results] == [200, 200]
