@@ -7,7 +7,7 @@ against a warm one, and the resident memory each loaded model holds and gives ba
 A live server on loopback (this process, so /proc/self is its memory), one thread, the 1.8 s clip; for
 each model after the first (which loads at start-up): RSS before its first request, after it, and after
 it is unloaded (``MODEL_IDLE_UNLOAD_S``: the idle sweep, then malloc_trim); the first and a warm
-request's wall time.
+request's wall time; then the second model loaded and unloaded four more times (RSS after each unload).
 """
 
 from __future__ import annotations
@@ -74,9 +74,17 @@ def main() -> None:
                    "held_mib": round(with_model - before, 1), "given_back_mib": round(with_model - after, 1)}
             rows.append(row)
             print(json.dumps(row), flush=True)
+        # The same model loaded and unloaded again and again: RSS after each unload (does a swap leak?).
+        swaps = []
+        for _ in range(4):
+            timed_post(live.url, names[1])
+            wait_until(lambda: not loaded(live.url, names[1]), timeout=60)
+            swaps.append(rss_mib())
+        print(json.dumps({"rss_after_each_unload_of": names[1], "mib": swaps}), flush=True)
     args.out.write_text(json.dumps({"command": "python -m scripts.measure_models", "models": args.models,
                                     "threads": 1, "clip": str(CLIP.relative_to(ROOT)),
-                                    "load_average": os.getloadavg()[0], "rows": rows}, indent=1) + "\n")
+                                    "load_average": os.getloadavg()[0], "rows": rows,
+                                    "rss_after_each_unload": {"model": names[1], "mib": swaps}}, indent=1) + "\n")
 
 
 if __name__ == "__main__":
