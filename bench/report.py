@@ -125,12 +125,20 @@ def _diarization_stages(entry: dict) -> list[str]:
                     + " | ".join(str(cpu.get(path, "-")) for _, path in _STAGES)
                     + f" | {cpu.get('diarization', '-')} | {row['diarizer_over_asr']} | "
                     f"{100 * row['diarizer_share']:.0f}% | {row['rss_after_load_mib']} | {row['peak_rss_mib']} |")
-    two = entry.get("real_time")
-    if two:
-        rows += ["", f"{two['threads']} thread(s), {two['audio_s'] / 60:.1f} min: the diarized request took "
-                     f"{two['asr_with_diarization_s']} s ({two['real_time_factor']:.3f} x real time; "
-                     f"{two['asr_with_diarization_cpu_s']} CPU s), the ASR alone {two['asr_alone_s']} s; load average "
-                     f"{two['loadavg'][0]}."]
+    threads = entry.get("threads")
+    if threads:
+        rows += ["", f"{threads['audio_s'] / 60:.1f} min, plain and diarized, at the default threads and at one "
+                     "(each run a fresh process, interleaved):", "",
+                 "| threads | plain s (CPU s) | diarized s (CPU s) | load average | diarized / plain, wall | CPU |",
+                 "|---|---|---|---|---|---|"]
+        for name in ("defaults", "one_thread"):
+            for run in threads[name]["runs"]:
+                rows.append(f"| {name.replace('_', ' ')} | {run['asr_alone_s']} ({run['asr_alone_cpu_s']}) | "
+                            f"{run['asr_with_diarization_s']} ({run['asr_with_diarization_cpu_s']}) | "
+                            f"{run['loadavg'][0]} | {threads[name]['diarized_over_plain_wall']} | "
+                            f"{threads[name]['diarized_over_plain_cpu']} |")
+        rows += ["", f"Diarized request, defaults over one thread (wall, medians): "
+                     f"{threads['defaults_over_one_thread_diarized_wall']}."]
     return rows
 
 

@@ -109,7 +109,9 @@ def test_other_items_measure_what_they_claim(quick_run):
     assert {"asr", "diarization", "diarization/segmentation", "diarization/embeddings"} <= set(stages)
     assert 0 < stages["diarization/segmentation"] + stages["diarization/embeddings"] <= stages["diarization"]
     assert diarization["lengths"][0]["peak_rss_mib"] >= diarization["lengths"][0]["rss_after_load_mib"] > 0
-    assert diarization["real_time"]["real_time_factor"] > 0
+    threads = diarization["threads"]  # the defaults beside one thread (one run each in the quick run)
+    assert [len(threads[name]["runs"]) for name in ("defaults", "one_thread")] == [1, 1]
+    assert threads["defaults_over_one_thread_diarized_wall"] > 0
 
 
 def test_concurrency_item_serves_one_and_two_at_once(quick_run):

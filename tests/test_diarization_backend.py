@@ -110,6 +110,39 @@ def test_noise_is_nobody_and_short_speech_does_not_crash(embedded, sample):
     assert len(short.speakers) <= 1
 
 
+def test_a_diarization_runs_on_its_own_thread_count_and_gives_the_callers_back(embedded, sample):
+    """torch's default threads spin on a shared CPU (threads.py): the diarizer runs at its own count,
+    seen inside the pipeline's segmentation, and the calling thread's count is restored afterwards."""
+    import torch
+
+    pipeline, seen = embedded.pipeline, []
+    segmentations = pipeline.get_segmentations
+
+    def counted(*args, **kwargs):
+        seen.append(torch.get_num_threads())
+        return segmentations(*args, **kwargs)
+
+    caller = embedded.threads + 1
+    torch.set_num_threads(caller)
+    pipeline.get_segmentations = counted
+    try:
+        assert embedded.diarize(sample[: 16000 * 12]).turns
+    finally:
+        del pipeline.get_segmentations
+        after = torch.get_num_threads()
+        torch.set_num_threads(1)
+    assert seen == [embedded.threads]
+    assert after == caller
+
+
+@pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (4, 1), (8, 2), (16, 4), (64, 4)])
+def test_the_default_diarization_threads_by_cores(cores, threads):
+    from whisper_endpoint.diarization.threads import default_threads, diarization_threads
+
+    assert default_threads(cores) == threads
+    assert diarization_threads(3) == 3  # DIARIZATION_THREADS wins
+
+
 def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, sample):
     """The real CAM++ embedding of a turn, against the real centroids: a turn handed to the other
     speaker is found and moved back (turn_check.py; here on the pyannote sample's longest turn)."""

@@ -7,6 +7,7 @@ callbacks go to a small HTTP server on loopback that records what it receives.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import os
@@ -101,7 +102,7 @@ def test_a_callback_token_is_never_echoed(server, clip, callbacks):
     state = finished(server.url, response.json()["id"])
     notified = callbacks.received.get(timeout=30)
     assert notified["id"] == state["id"]
-    assert state["callback"]["url"] == f"http://127.0.0.1:{callbacks.server_address[1]}/done"
+    assert state["callback"]["url"] == f"http://127.0.0.1:{callbacks.server_address[1]}/..."  # the path may be the secret
     assert secret not in json.dumps(state) and secret not in json.dumps(notified)
 
 
@@ -288,5 +289,5 @@ def test_callbacks_to_internal_addresses_are_refused_unless_allowed(url, tiny_ha
 def test_delivery_checks_the_address_again():
     from whisper_endpoint.jobs.callbacks import deliver
 
-    status = deliver("http://localhost:9/x", {"id": "j"}, timeout_s=1, attempts=1)
+    status = asyncio.run(deliver("http://localhost:9/x", {"id": "j"}, timeout_s=1, attempts=1))
     assert status.startswith("refused: internal address")

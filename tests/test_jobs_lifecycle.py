@@ -8,6 +8,7 @@ Decided by order, not time: a job is held after its first window by its decode c
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import os
 import re
@@ -253,7 +254,8 @@ def hook():
 
 def test_a_callback_redirect_is_not_followed(hook):
     port = hook.server_address[1]
-    status = deliver(f"http://127.0.0.1:{port}/moved", {"id": "j"}, timeout_s=5, attempts=1, allow_internal=True)
+    status = asyncio.run(deliver(f"http://127.0.0.1:{port}/moved", {"id": "j"}, timeout_s=5, attempts=1,
+                                 allow_internal=True))
     assert status == "failed: HTTP 307"
     assert hook.seen == [("/moved", f"127.0.0.1:{port}")]  # nothing was sent to /elsewhere
 
@@ -271,6 +273,7 @@ def test_a_callback_goes_to_the_address_that_was_checked(hook, monkeypatch):
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port))]
 
     monkeypatch.setattr(socket, "getaddrinfo", rebinding_dns)
-    status = deliver(f"http://hook.test:{port}/done", {"id": "j"}, timeout_s=5, attempts=2, allow_internal=True)
+    status = asyncio.run(deliver(f"http://hook.test:{port}/done", {"id": "j"}, timeout_s=5, attempts=2,
+                                 allow_internal=True))
     assert status == "delivered" and lookups == ["hook.test"]
     assert hook.seen == [("/done", f"hook.test:{port}")]  # the URL's name in Host, the checked address dialled

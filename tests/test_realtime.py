@@ -2,7 +2,8 @@
 from audio/ streamed as PCM16 in 100 ms appends, faster than real time, to the tiny.en model.
 
 Two servers serve the module: an open one with the default limits, and one with an API key and small
-limits (one session, 1 s idle timeout, 2 s utterances, 256 KiB events).
+limits (one session, 3 s idle timeout, 2 s utterances, 256 KiB events). A session whose decode does not
+move for the idle timeout is idle, and a cold first window on the busy test machine takes over 1 s.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def open_server(tiny_handler):
 @pytest.fixture(scope="module")
 def strict_server(tiny_handler):
     settings = ServerSettings(
-        api_keys=KEY, realtime_max_sessions=1, realtime_idle_timeout_s=1.0, realtime_max_utterance_s=2, realtime_max_event_bytes=256 * 1024,
+        api_keys=KEY, realtime_max_sessions=1, realtime_idle_timeout_s=3.0, realtime_max_utterance_s=2, realtime_max_event_bytes=256 * 1024,
     )
     with live_server(create_app(settings, handler=tiny_handler)) as server:
         yield server
@@ -138,7 +139,7 @@ def test_manual_commits_with_the_openai_sdk_at_16_khz(strict_server, file_text):
     updated = received[1].session.audio.input
     assert updated.format.rate == 16000 and updated.turn_detection is None
     committed = next(event for event in received if event.type == "input_audio_buffer.committed")
-    assert received[-1].type == COMPLETED and received[-1].item_id == committed.item_id
+    assert received[-1].type == COMPLETED and received[-1].item_id == committed.item_id, received[-1]
     assert abs(committed.audio_end_ms - len(audio) / 16) <= 70
     assert wer([file_text(clip)], [received[-1].transcript]) <= 0.1, received[-1].transcript
 
@@ -211,7 +212,7 @@ def test_keys_client_secrets_and_session_limits(strict_server):
         with pytest.raises(InvalidStatus) as busy:
             Session(url, additional_headers={"Authorization": f"Bearer {KEY}"})
         assert busy.value.response.status_code == 429
-        error = browser.wait_for("error", timeout=5)[0]["error"]  # REALTIME_IDLE_TIMEOUT_S=1
+        error = browser.wait_for("error", timeout=8)[0]["error"]  # REALTIME_IDLE_TIMEOUT_S=3
         assert error["code"] == "idle_timeout"
         assert browser.close_code() == 1000
     finally:

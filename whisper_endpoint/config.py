@@ -98,6 +98,11 @@ class ModelSettings(BaseSettings):
         description="auto: int8 (ctranslate2) / float32 (transformers) on CPU, float16 on CUDA.",
     )
     cpu_threads: int = Field(0, ge=0, le=256, description="0 lets the backend decide.")
+    diarization_threads: int = Field(
+        0, ge=0, le=256,
+        description="torch threads per diarization; 0: one up to 4 cores, a quarter of the cores beyond "
+        "(at most 4; whisper_endpoint/diarization/threads.py).",
+    )
     num_workers: int = Field(
         1, ge=1, le=64,
         description="ctranslate2: requests the one loaded model decodes in parallel (CTranslate2 workers; "

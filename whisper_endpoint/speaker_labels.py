@@ -45,6 +45,7 @@ def load_diarizer(settings, repository_path: str = ""):
         device=resolve_device(settings.device),
         cache_dir=settings.model_cache_dir,
         repository=repository_path or None,
+        threads=settings.diarization_threads,
     )
 
 

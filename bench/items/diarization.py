@@ -80,15 +80,17 @@ def one(plan, seconds: float, threads: int = 1) -> dict:
 
     Both requests go through the handler's public call after a diarized warm-up on a short clip (so
     lazily loaded models are not counted). The peak is the diarized request's own (VmHWM reset after
-    the ASR-alone run): resident models and the input included. ``threads``: the ASR's and torch's
-    (the parent sets OMP_NUM_THREADS to match)."""
+    the ASR-alone run): resident models and the input included. ``threads``: the ASR's and the
+    diarizer's (the parent sets OMP_NUM_THREADS to match); 0: the defaults a user starts with."""
     from bench.measure import rss_mib
     from bench.stages import StageClock, watch_handler
     from whisper_endpoint.speaker_merge import merge_speakers
 
     audio = inputs.long_audio(plan, seconds)
     inputs.samples.cache_clear()  # keep only this length's array, as a server would
-    handler = backends.handler(plan.model, diarization_model="embedded", cpu_threads=threads)
+    # threads 0: DIARIZATION_THREADS from the environment, as the handler reads it (unset: the default)
+    handler = backends.handler(plan.model, diarization_model="embedded", cpu_threads=threads,
+                               **({"diarization_threads": threads} if threads else {}))
     language = plan.language
     backends.ask(handler, inputs.clip(plan.short_clip), language=language, return_speaker_turns=True)  # warm-up
     loaded = rss_mib()
@@ -129,7 +131,11 @@ def one(plan, seconds: float, threads: int = 1) -> dict:
 
 
 def _child(plan, seconds: float, threads: int = 1) -> dict:
-    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
+    """``one`` in a fresh process; threads 0: without the thread variables, as a user starts it."""
+    env = {name: value for name, value in os.environ.items()
+           if name not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CPU_THREADS", "DIARIZATION_THREADS")}
+    if threads:
+        env |= {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     completed = subprocess.run(
         [sys.executable, "-m", "bench.items.diarization", "quick" if plan.quick else "full", str(seconds),
          str(threads)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
@@ -141,12 +147,32 @@ def _child(plan, seconds: float, threads: int = 1) -> dict:
 
 def run(plan) -> dict:
     """Each length in a fresh process (its peak memory is its own), one thread; then the whole long
-    input again with two threads (full run), for the real-time factor of a diarized request."""
+    input at the default threads beside one thread, interleaved, twice each (once in the quick run):
+    a diarizer slower on the defaults than on one thread shows here, and users start on the defaults."""
     rows = [_child(plan, seconds) for seconds in plan.diarization_lengths_s]
     headline = next(row for row in rows if row["audio_s"] == round(plan.diarization_s, 1))
-    seconds, threads = plan.diarization_rtf
-    timed_request = _child(plan, seconds, threads=threads)
-    return {**headline, "lengths": rows, "real_time": timed_request, "merge_scaling": merge_scaling(plan.merge_words)}
+    runs = [_child(plan, plan.diarization_threads_s, threads=threads) for threads in (0, 1) * (1 if plan.quick else 2)]
+    return {**headline, "lengths": rows, "threads": threads_summary(runs), "merge_scaling": merge_scaling(plan.merge_words)}
+
+
+def threads_summary(runs: list[dict]) -> dict:
+    """Per thread setting (0: defaults): each run's plain and diarized request, wall and CPU s, and the
+    medians' ratios (diarized / plain; defaults / one thread)."""
+    by = {threads: [row for row in runs if row["threads"] == threads] for threads in (0, 1)}
+
+    def median(threads: int, key: str) -> float:
+        return statistics.median(row[key] for row in by[threads])
+
+    keys = ("asr_alone_s", "asr_with_diarization_s", "asr_alone_cpu_s", "asr_with_diarization_cpu_s")
+    summary = {("defaults" if threads == 0 else "one_thread"): {
+        "runs": [{key: row[key] for key in (*keys, "loadavg")} for row in rows],
+        "diarized_over_plain_wall": round(median(threads, "asr_with_diarization_s") / median(threads, "asr_alone_s"), 2),
+        "diarized_over_plain_cpu": round(median(threads, "asr_with_diarization_cpu_s") / median(threads, "asr_alone_cpu_s"), 2),
+    } for threads, rows in by.items()}
+    summary["audio_s"] = runs[0]["audio_s"]
+    summary["defaults_over_one_thread_diarized_wall"] = round(
+        median(0, "asr_with_diarization_s") / median(1, "asr_with_diarization_s"), 2)
+    return summary
 
 
 if __name__ == "__main__":

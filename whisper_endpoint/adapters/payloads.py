@@ -1,6 +1,8 @@
 """From an HTTP request to the handler's ``{"inputs": ..., "parameters": {...}}``.
 
-JSON bodies are the toolkit's payload as they are (``inputs`` base64, ``parameters``). Binary bodies are
+JSON bodies are the toolkit's payload as they are (``inputs`` base64, ``parameters``), decoded in steps
+(``stepped_json``: a long array of samples becomes float32 a slice at a time, with the collector
+paused). Binary bodies are
 the audio file itself: ``audio/*`` and ``video/*`` (webm, mp4), and the generic types clients send
 when they do not know better (none at all from ``InferenceClient``, ``application/octet-stream``,
 curl's ``application/x-www-form-urlencoded``). Their parameters come from the query string (and on
@@ -9,16 +11,18 @@ SageMaker from ``X-Amzn-SageMaker-Custom-Attributes``). Anything else is 415.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
+from whisper_endpoint.adapters import gc_quiet, stepped_json
 from whisper_endpoint.adapters.errors import InvalidBodyError, UnsupportedMediaTypeError
 from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.errors import PayloadTooLargeError
 
 GENERIC_BINARY = frozenset(
     {"", "application/octet-stream", "binary/octet-stream", "application/x-www-form-urlencoded"}
 )
+MAX_JSON_ITEMS = 1_000_000  # array elements decoded one by one (a long run of samples counts as none)
 _TEXT_FIELDS = {name for name, spec in InferenceConfig.model_fields.items() if spec.annotation in (str, Optional[str])}
 
 
@@ -44,7 +48,12 @@ def toolkit_payload(body: bytes, kind: str, parameters: dict) -> dict:
     """The handler's payload for a JSON or binary body; ``parameters`` from outside the body."""
     if is_json(kind):
         try:
-            data = json.loads(body)
+            with gc_quiet.paused():
+                data = stepped_json.loads(body.decode("utf-8"), MAX_JSON_ITEMS)
+        except stepped_json.TooManyItems:
+            raise PayloadTooLargeError(
+                f"the JSON body has more than {MAX_JSON_ITEMS} array elements; send audio as a file or base64",
+                code="body_too_large") from None
         except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nesting too deep
             raise InvalidBodyError(
                 "the body is not valid JSON; send {\"inputs\": \"<base64 audio>\", \"parameters\": {...}} "

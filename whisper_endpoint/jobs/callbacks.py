@@ -5,31 +5,70 @@ GET /jobs/{id} answers. Tried ``attempts`` times, 1 s, 2 s, 4 s ... apart; any 2
 
 A stranger's callback must not make the server call its own network (server-side request forgery):
 the host is resolved once, every address it has must be public (unless JOBS_CALLBACK_ALLOW_INTERNAL),
-and the connection goes to the address that was checked (urllib3 to that IP, with the URL's Host
-header, and its name for TLS: SNI and the certificate check), so a second DNS answer cannot send it
-elsewhere (DNS rebinding). Redirects are not followed: a 3xx is an undelivered callback.
+and the connection goes to the address that was checked (with the URL's Host header, and its name for
+TLS: SNI and the certificate check), so a second DNS answer cannot send it elsewhere (DNS rebinding).
+Redirects are not followed: a 3xx is an undelivered callback.
+
+A callback host is a stranger too: the exchange is asyncio (no thread of the server's pool waits on
+it, and shutdown cancels it at once), each attempt has one deadline for the whole exchange (connect,
+send, the answer's status line and headers), only the status line and headers are read, at most
+``MAX_RESPONSE_HEAD`` bytes, and the answer's body never is (h11 parses the HTTP).
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import ipaddress
 import json
 import logging
 import socket
-import time
+import ssl
 from urllib.parse import SplitResult, unquote, urlsplit
 
 import certifi
-import urllib3
+import h11
 
 logger = logging.getLogger(__name__)
 
+MAX_URL_CHARS = 2048
+MAX_RESPONSE_HEAD = 16 * 1024  # the status line and headers of the callback host's answer
+# IPv6 prefixes that reach IPv4 space through a translator or a tunnel (NAT64, local-use NAT64, 6to4,
+# Teredo): `is_global` calls some of them public before Python 3.13, whatever IPv4 address they carry.
+_TRANSLATED = tuple(ipaddress.ip_network(net) for net in ("64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001::/32"))
 
-def internal_address(host: str, *, resolve: bool) -> str | None:
-    """The loopback, private, link-local or otherwise non-public address ``host`` is (or resolves
-    to), else None (also when it does not resolve)."""
-    addresses = _addresses(host) if resolve else _literal(host)
-    return next((str(ip) for ip in addresses if not ip.is_global), None)
+
+def url_problem(url: str, *, allow_internal: bool) -> str | None:
+    """What is wrong with ``url`` as a callback address (for a 422), or None."""
+    if len(url) > MAX_URL_CHARS:
+        return f"callback_url is {len(url)} characters long; at most {MAX_URL_CHARS} are accepted"
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        return "callback_url contains spaces or control characters; percent-encode them"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:  # an unclosed [IPv6 bracket, a port out of range
+        return f"callback_url is not a valid URL ({exc}): {url[:200]!r}"
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return f"callback_url must be an absolute http:// or https:// URL, got {url[:200]!r}"
+    if port == 0:
+        return "callback_url's port must be 1-65535"
+    # Literal addresses are refused here; names are checked when the callback is made (no DNS wait).
+    if not allow_internal and _first_internal(_literal(parts.hostname)) is not None:
+        return (f"callback_url points to an internal address ({parts.hostname}); this server only calls public "
+                "addresses unless JOBS_CALLBACK_ALLOW_INTERNAL is set")
+    return None
+
+
+def _first_internal(addresses: list) -> str | None:
+    """The first loopback, private, link-local or otherwise non-public address, else None."""
+    return next((str(ip) for ip in addresses if _internal(ip)), None)
+
+
+def _internal(ip) -> bool:
+    if ip.version == 6 and ip.ipv4_mapped is not None:
+        return _internal(ip.ipv4_mapped)
+    return not ip.is_global or any(ip in net for net in _TRANSLATED if net.version == ip.version)
 
 
 def _literal(host: str) -> list:
@@ -41,35 +80,44 @@ def _literal(host: str) -> list:
         return []
 
 
-def _addresses(host: str) -> list:
+def _resolved(host: str) -> list:
     """Every address ``host`` is or resolves to, in the resolver's order; [] when it does not resolve."""
     literal = _literal(host)
     if literal:
         return literal
     try:
         return [ipaddress.ip_address(info[4][0].split("%")[0]) for info in socket.getaddrinfo(host, None)]
-    except (OSError, ValueError):
+    except (OSError, ValueError, UnicodeError):
         return []
 
 
-def deliver(url: str, body: dict, *, timeout_s: float, attempts: int, allow_internal: bool = False) -> str:
-    """Blocking (run it on a thread); returns the status recorded with the job."""
+async def deliver(url: str, body: dict, *, timeout_s: float, attempts: int, allow_internal: bool = False) -> str:
+    """POST ``body`` to ``url``; returns the status recorded with the job."""
     parts = urlsplit(url)
-    addresses = _addresses(parts.hostname or "")  # once: every attempt goes to the address checked here
-    internal = next((str(ip) for ip in addresses if not ip.is_global), None)
+    try:  # once: every attempt goes to the address checked here (the lookup runs on the loop's executor)
+        addresses = await asyncio.wait_for(
+            asyncio.get_running_loop().run_in_executor(None, _resolved, parts.hostname or ""), timeout_s)
+    except asyncio.TimeoutError:
+        return "failed: the callback's host did not resolve in time"
+    internal = _first_internal(addresses)
     if internal is not None and not allow_internal:
         logger.warning("job %s: callback refused, its host is an internal address", body.get("id"))
         return f"refused: internal address {internal} (JOBS_CALLBACK_ALLOW_INTERNAL)"
     if not addresses:
         return "failed: the callback's host does not resolve"
+    data = json.dumps(body).encode()
     problem = ""
     for attempt in range(attempts):
         if attempt:
-            time.sleep(2 ** (attempt - 1))
+            await asyncio.sleep(2 ** (attempt - 1))
         try:
-            status = _post(parts, str(addresses[0]), body, timeout_s)
-        except urllib3.exceptions.HTTPError as exc:
-            problem = type(exc).__name__
+            async with asyncio.timeout(timeout_s):  # the whole exchange, however slowly the bytes come
+                status = await _post(parts, str(addresses[0]), data)
+        except TimeoutError:
+            problem = f"no answer within {timeout_s:g} s (JOBS_CALLBACK_TIMEOUT_S)"
+            continue
+        except (OSError, h11.ProtocolError, _TooLarge) as exc:
+            problem = str(exc) if isinstance(exc, _TooLarge) else type(exc).__name__
             continue
         if 200 <= status < 300:
             return "delivered"
@@ -78,23 +126,44 @@ def deliver(url: str, body: dict, *, timeout_s: float, attempts: int, allow_inte
     return f"failed: {problem}"
 
 
-def _post(parts: SplitResult, address: str, body: dict, timeout_s: float) -> int:
-    """POST ``body`` as JSON to the URL ``parts`` on ``address``: the status (redirects not followed)."""
+class _TooLarge(Exception):
+    pass
+
+
+async def _post(parts: SplitResult, address: str, data: bytes) -> int:
+    """POST ``data`` as JSON to the URL ``parts`` on ``address``: the answer's status (its body unread)."""
     host = parts.hostname or ""
     https = parts.scheme == "https"
     port = parts.port or (443 if https else 80)
-    headers = {"Host": _host_header(host, parts.port), "Content-Type": "application/json"}
-    if parts.username is not None:  # user info in the URL: basic authentication, as browsers and requests do
-        headers.update(urllib3.make_headers(basic_auth=f"{unquote(parts.username)}:{unquote(parts.password or '')}"))
     # TLS for the name (SNI, certificate), against the CA bundle requests uses.
-    options = {"server_hostname": host, "assert_hostname": host, "ca_certs": certifi.where()} if https else {}
-    pool_class = urllib3.HTTPSConnectionPool if https else urllib3.HTTPConnectionPool
-    with pool_class(address, port, timeout=urllib3.Timeout(total=timeout_s), retries=False, **options) as pool:
+    tls = ssl.create_default_context(cafile=certifi.where()) if https else None
+    reader, writer = await asyncio.open_connection(address, port, ssl=tls, server_hostname=host if https else None)
+    try:
+        connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_RESPONSE_HEAD)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        response = pool.urlopen("POST", path, body=json.dumps(body).encode(), headers=headers, redirect=False,
-                                retries=False, assert_same_host=False)
-        response.drain_conn()
-        return response.status
+        headers = [("Host", _host_header(host, parts.port)), ("Content-Type", "application/json"),
+                   ("Content-Length", str(len(data))), ("Connection", "close")]
+        if parts.username is not None:  # user info in the URL: basic authentication, as browsers and requests do
+            user = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            headers.append(("Authorization", "Basic " + base64.b64encode(user).decode()))
+        writer.write(connection.send(h11.Request(method="POST", target=path, headers=headers)))
+        writer.write(connection.send(h11.Data(data=data)) + connection.send(h11.EndOfMessage()))
+        await writer.drain()
+        received = 0
+        while True:
+            event = connection.next_event()
+            if event is h11.NEED_DATA:
+                chunk = await reader.read(4096)
+                received += len(chunk)
+                if received > MAX_RESPONSE_HEAD:  # also 100-Continue answers without end
+                    raise _TooLarge(f"the answer's head passed {MAX_RESPONSE_HEAD} bytes")
+                connection.receive_data(chunk)  # b"": the host closed the connection
+            elif isinstance(event, h11.Response):
+                return event.status_code
+            elif isinstance(event, h11.ConnectionClosed):
+                raise ConnectionResetError("closed without an answer")
+    finally:
+        writer.transport.abort()  # the body, if any, is never read
 
 
 def _host_header(host: str, port: int | None) -> str:

@@ -28,7 +28,17 @@ class JobSettings(BaseSettings):
     upload_dir: Optional[Path] = Field(None, description="Uploaded audio until its job ends; default <db>.uploads.")
     ttl_s: float = Field(7 * 24 * 3600.0, gt=0, description="How long finished jobs (results, errors) are kept.")
     max_body_bytes: int = Field(GB, ge=1, description="Largest upload on POST /jobs (SageMaker async: 1 GB).")
-    max_queued: int = Field(1000, ge=0, description="Jobs waiting to run; beyond it POST /jobs is 429.")
+    max_json_body_bytes: int = Field(
+        64 * 1024**2, ge=1, description="Largest JSON body on POST /jobs (decoded into objects: send long audio "
+        "as a file, up to JOBS_MAX_BODY_BYTES)."
+    )
+    max_queued: int = Field(
+        1000, ge=0, description="Jobs waiting to run, uploads under way included; beyond it POST /jobs is 429."
+    )
+    max_disk_bytes: int = Field(
+        20 * GB, ge=1, description="Disk all uploads may take together (those arriving counted as they come); "
+        "beyond it POST /jobs is 429."
+    )
     max_attempts: int = Field(
         3, ge=1, description="Runs a job may start; a job interrupted (server killed) this often fails."
     )

@@ -161,6 +161,10 @@ class JobStore:
             ).rowcount
         return requeued, [Job.from_row(row) for row in failed]
 
+    def input_paths(self) -> set[str]:
+        with self._lock:
+            return {row[0] for row in self._db.execute("SELECT input_path FROM jobs")}
+
     def delete(self, job_id: str) -> Job | None:
         with self._lock:
             row = self._db.execute("DELETE FROM jobs WHERE id = ? RETURNING *", (job_id,)).fetchone()
@@ -177,13 +181,17 @@ class JobStore:
 
 
 def _without_secrets(url: str) -> str:
-    """The callback URL without its query and user info, which often carry a webhook's token."""
+    """The callback URL's origin only: its user info, query and path often carry a webhook's token
+    (Slack's and Discord's webhook URLs are secret paths)."""
     parts = urlsplit(url)
     host = parts.hostname or ""
     netloc = f"[{host}]" if ":" in host else host
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    try:
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+    except ValueError:  # a row stored before the port was checked at submission
+        pass
+    return urlunsplit((parts.scheme, netloc, "/..." if parts.path.strip("/") else parts.path, "", ""))
 
 
 def _plain(value):

@@ -16,21 +16,24 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import anyio
 
-from whisper_endpoint.adapters.errors import InternalError
+from whisper_endpoint.adapters.errors import InternalError, QueueFullError
 from whisper_endpoint.adapters.http import as_endpoint_error
-from whisper_endpoint.adapters.payloads import toolkit_payload
 from whisper_endpoint.decode_context import DISCONNECTED, SHUTDOWN, DecodeContext, DecodeStopped
 from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings
-from whisper_endpoint.jobs.store import Job, JobStore
+from whisper_endpoint.jobs.store import QUEUED, Job, JobStore
+from whisper_endpoint.jobs.uploads import DiskBudget
 
 logger = logging.getLogger(__name__)
 
+CALLBACK_CONCURRENCY = 32  # callbacks in flight at once (open sockets); the rest wait
 UPLOAD_LOST = {"error": "the job's upload is missing on the server", "code": "upload_lost", "status": 500}
 
 
@@ -47,6 +50,10 @@ class Jobs:
         self._stopping = False
         self._tasks: list[asyncio.Task] = []
         self._callbacks: set[asyncio.Task] = set()
+        self._callback_slots = asyncio.Semaphore(CALLBACK_CONCURRENCY)
+        self.disk = DiskBudget(settings.max_disk_bytes)
+        self._uploading = 0  # submissions between their queue check and their row: counted as queued
+        self._admission = asyncio.Lock()
 
     # --- lifespan ------------------------------------------------------------------------------
 
@@ -58,6 +65,9 @@ class Jobs:
             self.unavailable = f"the job store cannot be opened ({type(exc).__name__}); see the server log"
             logger.error("jobs disabled: cannot open %s", self.settings.db, exc_info=exc)
             return
+        swept, self.disk.used = await anyio.to_thread.run_sync(self._sweep)
+        if swept:
+            logger.info("jobs: %d upload(s) without a job removed (a crash between an upload and its job)", swept)
         requeued, failed = await anyio.to_thread.run_sync(self.store.recover, self.settings.max_attempts)
         if requeued or failed:
             logger.info("jobs after restart: %d queued again, %d failed (interrupted too often)",
@@ -85,11 +95,44 @@ class Jobs:
         if self.store is not None:
             await anyio.to_thread.run_sync(self.store.close)
 
+    def _sweep(self) -> tuple[int, int]:
+        """Blocking: remove the uploads no job refers to; (how many, the bytes the others hold)."""
+        kept, removed, used = self.store.input_paths(), 0, 0
+        for path in self.settings.uploads.iterdir():
+            if not path.is_file():
+                continue
+            if str(path) in kept:
+                used += path.stat().st_size
+            else:
+                path.unlink(missing_ok=True)
+                removed += 1
+        return removed, used
+
     # --- submission and progress ---------------------------------------------------------------
 
     def new_upload(self) -> tuple[str, Path]:
         job_id = uuid.uuid4().hex
         return job_id, self.settings.uploads / f"{job_id}.upload"
+
+    @asynccontextmanager
+    async def admitted(self):
+        """A place in the queue for one submission until its row is stored (429 when there is none): the
+        check and the count are one step, so concurrent uploads cannot all pass JOBS_MAX_QUEUED."""
+        async with self._admission:
+            queued = await anyio.to_thread.run_sync(self.store.count, QUEUED)
+            if queued + self._uploading >= self.settings.max_queued:
+                raise QueueFullError(f"too many jobs waiting ({self.settings.max_queued}, JOBS_MAX_QUEUED); "
+                                     "retry later", retry_after=60)
+            self._uploading += 1
+        try:
+            yield
+        finally:
+            self._uploading -= 1
+
+    async def remove_upload(self, path: Path) -> None:
+        """Delete an upload (its job ended, was deleted or never became one) and give its disk back."""
+        size = await anyio.to_thread.run_sync(_remove, path)
+        self.disk.give(size)
 
     def submitted(self) -> None:
         self._wake.set()
@@ -157,12 +200,12 @@ class Jobs:
 
     async def _outcome(self, job: Job, context: DecodeContext) -> tuple[str, dict] | None:
         """("succeeded", result) or ("failed", error); None when the shutdown stopped the decode."""
-        try:
-            data = await anyio.to_thread.run_sync(Path(job.input_path).read_bytes)
+        try:  # read (a stored JSON body parsed) on a thread: never on the event loop
+            payload = await anyio.to_thread.run_sync(stored.payload, Path(job.input_path), job.media_type,
+                                                     job.parameters)
         except OSError:
             return "failed", UPLOAD_LOST
         try:
-            payload = toolkit_payload(data, job.media_type, job.parameters)
             return "succeeded", await self.service.run_job(payload, context)
         except DecodeStopped as stopped:
             if stopped.reason == SHUTDOWN:
@@ -178,20 +221,31 @@ class Jobs:
         job = await anyio.to_thread.run_sync(self.store.get, job_id)
         if job is None:  # deleted while it ran
             return
-        await anyio.to_thread.run_sync(Path(job.input_path).unlink, True)
+        await self.remove_upload(Path(job.input_path))
         if job.callback_url:
             task = asyncio.create_task(self._callback(job))
             self._callbacks.add(task)
             task.add_done_callback(self._callbacks.discard)
 
     async def _callback(self, job: Job) -> None:
-        status = await anyio.to_thread.run_sync(
-            lambda: deliver(job.callback_url, job.public(), timeout_s=self.settings.callback_timeout_s,
-                            attempts=self.settings.callback_attempts,
-                            allow_internal=self.settings.callback_allow_internal)
-        )
+        # asyncio, not a thread: a host that never answers holds a socket, not one of the threads the
+        # store, the uploads and the page's files need; past CALLBACK_CONCURRENCY callbacks wait their turn.
+        async with self._callback_slots:
+            status = await deliver(job.callback_url, job.public(), timeout_s=self.settings.callback_timeout_s,
+                                   attempts=self.settings.callback_attempts,
+                                   allow_internal=self.settings.callback_allow_internal)
         await anyio.to_thread.run_sync(self.store.set_callback_status, job.id, status)
 
     async def _expire(self) -> None:
         for job in await anyio.to_thread.run_sync(self.store.expire, self.settings.ttl_s):
-            await anyio.to_thread.run_sync(Path(job.input_path).unlink, True)
+            await self.remove_upload(Path(job.input_path))
+
+
+def _remove(path: Path) -> int:
+    """Blocking: delete ``path``; the bytes it held (0 when it was gone)."""
+    try:
+        size = path.stat().st_size
+        path.unlink()
+    except FileNotFoundError:
+        return 0
+    return size

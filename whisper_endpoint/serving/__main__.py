@@ -18,6 +18,11 @@ from whisper_endpoint.serving.settings import ServerSettings
 
 
 def serve(app=None, settings: ServerSettings | None = None) -> None:
+    uvicorn.Server(configured(app, settings)).run()  # SIGTERM / SIGINT: stop accepting, finish in-flight requests, exit
+
+
+def configured(app=None, settings: ServerSettings | None = None) -> uvicorn.Config:
+    """uvicorn's configuration for ``app``, with the logging set up (and masked) as ``serve`` runs it."""
     settings = settings or (app.state.service.settings if app is not None else ServerSettings())
     logging.basicConfig(level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = uvicorn.Config(
@@ -27,9 +32,9 @@ def serve(app=None, settings: ServerSettings | None = None) -> None:
         workers=1,  # one model per process; MAX_CONCURRENCY sets the parallelism inside it
         timeout_graceful_shutdown=settings.graceful_timeout_s,
         log_level=settings.log_level,
-    )  # configures uvicorn's loggers, so the redaction goes on after it
-    redaction.install(redaction.environment_secrets(), ("uvicorn", "uvicorn.error", "uvicorn.access"))
-    uvicorn.Server(config).run()  # SIGTERM / SIGINT: stop accepting, finish in-flight requests, exit
+    )
+    redaction.install(redaction.environment_secrets())  # adds to the API keys create_app installed
+    return config
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.serving") -> None:

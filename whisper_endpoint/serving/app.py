@@ -36,8 +36,6 @@ from whisper_endpoint.serving.service import Handler, InferenceService
 from whisper_endpoint.serving.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
-# The loggers that may log exceptions (tracebacks): their records are masked at the source.
-_EXCEPTION_LOGGERS = ("whisper_endpoint.serving.error_handlers", "whisper_endpoint.serving.service")
 
 
 def create_app(
@@ -58,7 +56,7 @@ def create_app(
     service = InferenceService(settings, handler, load, job_slots=job_slots)
     jobs = Jobs(job_settings, service) if job_settings.enabled else None
     api_keys = [key.get_secret_value() for key in settings.api_keys]
-    redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys], _EXCEPTION_LOGGERS)
+    redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -88,7 +86,7 @@ def create_app(
     # Also on app.state: routes that read their body themselves check the key before reading it.
     app.state.api_keys = auth.APIKeys(settings.api_keys)
     protected: list = auth.dependencies(app.state.api_keys)
-    app.include_router(toolkit.health_router(service))
+    app.include_router(toolkit.health_router(service, app.state.api_keys))
     app.include_router(toolkit.inference_router(service), dependencies=protected)
     app.include_router(openai_api.router(service), dependencies=protected)
     if jobs is not None:

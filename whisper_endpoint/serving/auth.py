@@ -48,11 +48,15 @@ class APIKeys:
             found |= hmac.compare_digest(digest, known)
         return found
 
-    async def __call__(self, request: Request) -> None:
-        if not self:  # no keys configured: authentication is off
-            return
+    def authorized(self, request: Request) -> bool:
+        """The request carries a valid Bearer key, or no key is configured (authentication is off)."""
+        if not self:
+            return True
         scheme, _, key = request.headers.get("authorization", "").partition(" ")
-        if scheme.lower() != "bearer" or not key.strip() or not self.matches(key.strip()):
+        return scheme.lower() == "bearer" and bool(key.strip()) and self.matches(key.strip())
+
+    async def __call__(self, request: Request) -> None:
+        if not self.authorized(request):
             raise UnauthorizedError()
 
 

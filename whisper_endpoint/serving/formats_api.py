@@ -5,20 +5,27 @@ srt and vtt take the request parameters' subtitle options in the query string (`
 The web page's downloads come from here, so each format is written once (``whisper_endpoint.formats``)
 and a download with the speakers' new names is the API's file with those names. Only the fields those
 formats read are checked; anything else in the body is ignored.
+
+The body is bounded (FORMATS_MAX_BODY_BYTES, FORMATS_MAX_ITEMS: 413 past either), and parsing and
+rendering run on a thread, in a slot of the admission gate like a decode: a big transcript costs
+seconds of CPU and its objects' memory, and must not stall the event loop (``/health``) or run
+without limit in parallel.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Optional
 
+import anyio
 from fastapi import APIRouter, Request
 from fastapi.exceptions import RequestValidationError
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 from starlette.responses import Response
 
 from whisper_endpoint import formats
+from whisper_endpoint.adapters import gc_quiet, stepped_json
 from whisper_endpoint.adapters.errors import with_param
-from whisper_endpoint.errors import InvalidParameterError
+from whisper_endpoint.errors import InvalidParameterError, PayloadTooLargeError
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.service import InferenceService
 
@@ -72,15 +79,59 @@ def router(service: InferenceService) -> APIRouter:
         if name not in DOWNLOADS:
             raise with_param(InvalidParameterError(
                 f"no format {name[:50]!r} here; this route renders {', '.join(DOWNLOADS)}"), "name")
-        body = await read_body(request, settings.max_body_bytes, settings.body_timeout_s)
-        try:
-            # The subtitle options (max_line_width, ...) come in the query string, by the handler's rules.
+        try:  # the subtitle options (max_line_width, ...) come in the query string, by the handler's rules
             context = formats.Context(subtitles=formats.subtitle_options(request.query_params))
-            transcript = Transcript.model_validate_json(body or b"{}")
         except ValidationError as exc:
             raise RequestValidationError(exc.errors(include_url=False)) from None
-        rendered = formats.render(transcript.model_dump(exclude_none=True), name, context)
+        body = await read_body(request, settings.formats_max_body_bytes, settings.body_timeout_s,
+                               "FORMATS_MAX_BODY_BYTES")
+        async with service.gate.slot():
+            rendered = await anyio.to_thread.run_sync(_quietly_rendered, body, name, settings.formats_max_items,
+                                                      context)
         disposition = f'attachment; filename="transcript.{formats.FORMATS[name].extension}"'
         return Response(rendered.body, media_type=rendered.media_type, headers={"Content-Disposition": disposition})
 
     return api
+
+
+_LISTS = {"chunks": Chunk, "speakers": Turn, "segments": Chunk}
+
+
+def _quietly_rendered(body: bytes, name: str, max_items: int, context: formats.Context) -> formats.Rendered:
+    with gc_quiet.paused():  # a million short-lived objects: no full collections meanwhile
+        return _render(body, name, max_items, context)
+
+
+def _render(body: bytes, name: str, max_items: int, context: formats.Context) -> formats.Rendered:
+    """Blocking (a thread): the body decoded and checked in steps (each short: the event loop gets the
+    GIL between them), then rendered as ``name``."""
+    try:
+        data = stepped_json.loads(body.decode("utf-8") if body else "{}", max_items)
+    except stepped_json.TooManyItems:
+        raise PayloadTooLargeError(
+            f"the transcript has more than {max_items} chunks, speaker turns and segments, the most this route "
+            "renders (setting FORMATS_MAX_ITEMS)", code="too_many_items") from None
+    except ValueError as exc:  # UnicodeDecodeError included
+        raise RequestValidationError([{"type": "json_invalid", "loc": (), "msg": f"Invalid JSON: {exc}",
+                                       "input": ""}]) from None
+    errors: list = []
+    if isinstance(data, dict):  # the long lists one element at a time; their models are then taken as they are
+        data = {**data, **{field: _checked(data[field], model, field, errors) for field, model in _LISTS.items()
+                           if isinstance(data.get(field), list)}}
+    try:
+        transcript = Transcript.model_validate(data)
+    except ValidationError as exc:
+        errors += exc.errors(include_url=False)
+    if errors:
+        raise RequestValidationError(errors)
+    return formats.render(transcript.model_dump(exclude_none=True), name, context)
+
+
+def _checked(items: list, model: type[BaseModel], field: str, errors: list) -> list:
+    checked = []
+    for index, item in enumerate(items):
+        try:
+            checked.append(model.model_validate(item))
+        except ValidationError as exc:
+            errors += [{**error, "loc": (field, index, *error["loc"])} for error in exc.errors(include_url=False)]
+    return checked

@@ -12,20 +12,19 @@ Disk and SQLite work runs on threads: the event loop keeps answering meanwhile.
 from __future__ import annotations
 
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import anyio
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, QueueFullError, with_param
+from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, with_param
 from whisper_endpoint.adapters.payloads import is_json, media_type, text_parameters, toolkit_payload
-from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError, MissingInputError
-from whisper_endpoint.jobs.callbacks import internal_address
-from whisper_endpoint.jobs.store import QUEUED, RUNNING
-from whisper_endpoint.jobs.uploads import WRITE_BYTES, UploadWriter
+from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError
+from whisper_endpoint.jobs import stored
+from whisper_endpoint.jobs.callbacks import url_problem
+from whisper_endpoint.jobs.store import RUNNING
+from whisper_endpoint.jobs.uploads import WRITE_BYTES, DiskBudget, UploadWriter
 from whisper_endpoint.jobs.worker import Jobs
-from whisper_endpoint.request import parse_parameters
 from whisper_endpoint.serving.limits import limited_stream
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
@@ -37,10 +36,6 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
     @router.post("/jobs", status_code=202, summary="Submit audio for later: 202 with the job's id and URL")
     async def submit(request: Request) -> JSONResult:
         _check_available(service, jobs)
-        if await anyio.to_thread.run_sync(jobs.store.count, QUEUED) >= jobs.settings.max_queued:
-            raise QueueFullError(
-                f"too many jobs waiting ({jobs.settings.max_queued}, JOBS_MAX_QUEUED); retry later", retry_after=60
-            )
         pairs = [(k, v) for k, v in request.query_params.items() if k != "callback_url"]
         callback = _callback_url(request.query_params.get("callback_url") or request.headers.get("x-callback-url"),
                                  allow_internal=jobs.settings.callback_allow_internal)
@@ -48,14 +43,23 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         parameters = text_parameters(pairs)
         if not is_json(kind):
             toolkit_payload(b"", kind, parameters)  # 415 for a content type no route takes
+        # JSON is parsed into objects (memory several times its size): its own, smaller limit.
+        limit, setting = ((jobs.settings.max_json_body_bytes, "JOBS_MAX_JSON_BODY_BYTES") if is_json(kind) else
+                          (jobs.settings.max_body_bytes, "JOBS_MAX_BODY_BYTES"))
         job_id, path = jobs.new_upload()
+        taken = 0  # of JOBS_MAX_DISK_BYTES
         try:
-            await _receive(request, path, jobs.settings.max_body_bytes, service.settings.body_timeout_s)
-            parameters = await anyio.to_thread.run_sync(_checked_parameters, path, kind, parameters)
-            job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback)
+            async with jobs.admitted():  # a place in JOBS_MAX_QUEUED from before the upload to its row
+                taken = await _receive(request, path, limit, service.settings.body_timeout_s, setting, jobs.disk)
+                kind, parameters = await anyio.to_thread.run_sync(stored.store, path, kind, parameters)
+                size = await anyio.to_thread.run_sync(lambda: path.stat().st_size)  # rewritten: smaller
+                jobs.disk.give(taken - size)
+                taken = size
+                job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(lambda: path.unlink(missing_ok=True))
+                jobs.disk.give(taken)
             raise
         jobs.submitted()
         url = f"/jobs/{job.id}"
@@ -80,7 +84,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         if job is None:
             raise _not_found(job_id)
         jobs.cancel(job_id)  # running: its decode stops at the next window
-        await anyio.to_thread.run_sync(lambda: Path(job.input_path).unlink(missing_ok=True))
+        await jobs.remove_upload(Path(job.input_path))
         return Response(status_code=204)
 
     return router
@@ -103,25 +107,23 @@ def _not_found(job_id: str) -> NotFoundError:
 def _callback_url(url: str | None, *, allow_internal: bool) -> str | None:
     if url is None:
         return None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise with_param(InvalidParameterError(
-            f"callback_url must be an absolute http:// or https:// URL, got {url[:200]!r}"), "callback_url")
-    # Literal addresses are refused here; names are checked when the callback is made (no DNS wait).
-    if not allow_internal and internal_address(parts.hostname, resolve=False) is not None:
-        raise with_param(InvalidParameterError(
-            f"callback_url points to an internal address ({parts.hostname}); this server only calls public "
-            "addresses unless JOBS_CALLBACK_ALLOW_INTERNAL is set"), "callback_url")
+    problem = url_problem(url, allow_internal=allow_internal)
+    if problem is not None:
+        raise with_param(InvalidParameterError(problem), "callback_url")
     return url
 
 
-async def _receive(request: Request, path: Path, limit: int, timeout_s: float) -> None:
-    """Stream the body into ``path``, writing on a thread (a partial file never becomes a job: the caller
-    removes it)."""
+async def _receive(request: Request, path: Path, limit: int, timeout_s: float, setting: str,
+                   disk: DiskBudget) -> int:
+    """Stream the body into ``path``, writing on a thread, its bytes taken from ``disk`` as they come
+    (a partial file never becomes a job: the caller removes it); returns its size."""
     upload = await anyio.to_thread.run_sync(UploadWriter, path)
+    received = 0
     try:
         pieces, pending = [], 0
-        async for chunk in limited_stream(request, limit, timeout_s, "JOBS_MAX_BODY_BYTES"):
+        async for chunk in limited_stream(request, limit, timeout_s, setting):
+            disk.take(len(chunk))
+            received += len(chunk)
             pieces.append(chunk)
             pending += len(chunk)
             if pending >= WRITE_BYTES:
@@ -132,18 +134,9 @@ async def _receive(request: Request, path: Path, limit: int, timeout_s: float) -
     except BaseException:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(upload.abort)
+            disk.give(received)
         raise
     if size == 0:
         raise EmptyAudioError("the request body is empty: send the audio file or a JSON payload")
+    return size
 
-
-def _checked_parameters(path: Path, kind: str, parameters: dict) -> dict:
-    """The query's parameters, checked now with the body's (422/400 before the 202, not a failed job)."""
-    if is_json(kind):
-        data = toolkit_payload(path.read_bytes(), kind, parameters)
-        if not isinstance(data, dict) or data.get("inputs") is None:
-            raise MissingInputError("the JSON body has no 'inputs' (base64 audio)")
-        parse_parameters(data.get("parameters"))
-    else:
-        parse_parameters(parameters)
-    return parameters

@@ -31,6 +31,8 @@ from whisper_endpoint.serving.settings import ServerSettings
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[dict], dict]
+# What a caller without the API key learns of a failed load: the reason may name server paths.
+LOAD_FAILED = "model loading failed (see the server log)"
 
 
 class HandlerLoader:
@@ -129,9 +131,10 @@ class InferenceService:
         self.loaded_at = self.loaded_at or int(time.time())
         logger.info("ready: %s loaded in %.1f s", self.model_id, time.perf_counter() - started)
 
-    def check_ready(self) -> None:
+    def check_ready(self, *, reveal: bool = True) -> None:
+        """503 until the model is loaded; ``reveal``: the load's failure with its reason (else LOAD_FAILED)."""
         if self.load_error is not None:
-            raise NotReadyError(self.load_error, code="model_load_failed")
+            raise NotReadyError(self.load_error if reveal else LOAD_FAILED, code="model_load_failed")
         if self.handler is None:
             raise NotReadyError("the model is still loading; retry shortly", code="loading", retry_after=5)
 

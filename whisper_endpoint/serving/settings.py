@@ -90,8 +90,20 @@ class ServerSettings(BaseSettings):
         description="An utterance this long is committed even while the speaker goes on: its whole "
         "audio, with padding, is decoded in one 30 s window.",
     )
+    realtime_max_backlog_s: float = Field(
+        120.0, ge=2, le=3600,
+        description="The most audio a live session holds untranscribed (committed and waiting for its decode, "
+        "or not committed yet); appends past it get an error event and are dropped.",
+    )
     realtime_client_secret_ttl_s: int = Field(
         600, ge=10, le=7200, description="Default lifetime of a client secret (POST /v1/realtime/client_secrets)."
+    )
+    # POST /formats/{name}: a transcript rendered as a file (serving/formats_api.py).
+    formats_max_body_bytes: int = Field(
+        10 * MB, ge=1, description="Largest transcript on POST /formats/{name} (4 h of word timestamps: ~4 MB)."
+    )
+    formats_max_items: int = Field(
+        100_000, ge=1, description="Most chunks, speaker turns and segments, together, in one transcript there."
     )
     # The web page (GET /ui; serving/ui.py).
     ui_enabled: bool = Field(True, description="Serve the web page at /ui (and redirect GET / there).")

@@ -5,26 +5,29 @@ the handler's own response out.
 
 from __future__ import annotations
 
+import anyio
 from fastapi import APIRouter, Request
 
 from whisper_endpoint.adapters import http
 from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters
+from whisper_endpoint.serving.auth import APIKeys
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
 
 
-def health_router(service: InferenceService) -> APIRouter:
+def health_router(service: InferenceService, keys: APIKeys) -> APIRouter:
+    """The probes, open without a key: a failed load's reason only to a request with one."""
     router = APIRouter()
 
     @router.get("/health", summary="200 once the models are loaded, 503 before (or if loading failed)")
-    async def health() -> JSONResult:
-        service.check_ready()
+    async def health(request: Request) -> JSONResult:
+        service.check_ready(reveal=keys.authorized(request))
         return JSONResult({"status": "ok", "model": service.model_id})
 
     @router.get("/ping", summary="SageMaker's health check: 200 once loaded, 503 before")
-    async def ping() -> JSONResult:
-        service.check_ready()
+    async def ping(request: Request) -> JSONResult:
+        service.check_ready(reveal=keys.authorized(request))
         return JSONResult({"status": "ok"})
 
     return router
@@ -37,7 +40,8 @@ def inference_router(service: InferenceService) -> APIRouter:
     async def run(request: Request, limit: int, parameters: dict, context, setting: str = "MAX_BODY_BYTES"):
         service.check_ready()
         body = await read_body(request, limit, settings.body_timeout_s, setting)
-        payload = http.payload(body, request.headers.get("content-type"), parameters)
+        # A 25 MB JSON body takes a second to decode: on a thread, never on the event loop.
+        payload = await anyio.to_thread.run_sync(http.payload, body, request.headers.get("content-type"), parameters)
         return JSONResult(await service.run(payload, context, receive=request.receive))
 
     @router.post("/", summary="Toolkit payload: JSON {inputs: base64, parameters} or the audio file")

@@ -8,9 +8,12 @@ committed utterance; a busy server sends fewer deltas, not later results.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
 from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.decode_context import DISCONNECTED, DecodeContext
 from whisper_endpoint.serving.realtime.session import Decoder
 from whisper_endpoint.serving.service import InferenceService
 
@@ -18,17 +21,32 @@ from whisper_endpoint.serving.service import InferenceService
 class ServiceDecoder(Decoder):
     def __init__(self, service: InferenceService):
         self.service = service
+        self._running: set[DecodeContext] = set()
 
     async def final(self, samples: np.ndarray, parameters: dict) -> str:
-        result = await self.service.run(_payload(samples, parameters))
-        return result.get("text", "")
+        return await self._decode(samples, parameters)
 
     async def interim(self, samples: np.ndarray, parameters: dict) -> str | None:
         gate = self.service.gate
         if gate.running >= gate.max_concurrency or gate.waiting:
             return None
-        result = await self.service.run(_payload(samples, parameters))
+        return await self._decode(samples, parameters)
+
+    async def _decode(self, samples: np.ndarray, parameters: dict) -> str:
+        context = DecodeContext(listeners=(self._moved,))
+        self._running.add(context)
+        try:
+            result = await self.service.run(_payload(samples, parameters), context)
+        finally:
+            self._running.discard(context)
         return result.get("text", "")
+
+    def _moved(self, progress) -> None:  # on the decode's thread: one float written
+        self.active_at = time.monotonic()
+
+    def stop(self) -> None:
+        for context in list(self._running):
+            context.cancel(DISCONNECTED)  # the client is gone from them, as from a closed request
 
 
 def _payload(samples: np.ndarray, parameters: dict) -> dict:

@@ -4,8 +4,8 @@ Before the upgrade: the API key (``Authorization: Bearer``, or for browsers a cl
 the ``openai-insecure-api-key.<value>`` subprotocol), the model's readiness and REALTIME_MAX_SESSIONS;
 a refusal is an HTTP answer (401, 503, 429) with the usual JSON error. After it: one event per text
 frame; anything wrong with an event becomes an ``error`` event and the session goes on. The session
-ends after REALTIME_IDLE_TIMEOUT_S without an event (waiting for its transcripts is not idling) or
-REALTIME_MAX_SESSION_S in all.
+ends after REALTIME_IDLE_TIMEOUT_S without an event (waiting for transcripts that keep coming is not
+idling; a decode that answers nothing for that long is) or REALTIME_MAX_SESSION_S in all.
 """
 
 from __future__ import annotations
@@ -129,7 +129,8 @@ async def _serve(websocket: WebSocket, service: InferenceService, config: Sessio
             except WebSocketDisconnect:
                 pass
 
-    session = RealtimeSession(send, ServiceDecoder(service), config, settings.realtime_max_utterance_s)
+    session = RealtimeSession(send, ServiceDecoder(service), config, settings.realtime_max_utterance_s,
+                              settings.realtime_max_backlog_s)
     await send(events.server_event("session.created", session=config.describe()))
     deadline = time.monotonic() + settings.realtime_max_session_s
     try:
@@ -142,19 +143,25 @@ async def _serve(websocket: WebSocket, service: InferenceService, config: Sessio
 
 async def _receive_loop(websocket: WebSocket, session: RealtimeSession, send, settings, deadline: float) -> None:
     idle = settings.realtime_idle_timeout_s
+    last_event = time.monotonic()
     while True:
-        left = deadline - time.monotonic()
+        # Quiet since the client's last event or its decodes' last move (a window, a transcript), whichever
+        # came later: a session waiting for decodes that go on is not idle, one whose decode hangs is.
+        now = time.monotonic()
+        quiet_until = max(last_event, session.active_at) + idle
         try:
-            message = await asyncio.wait_for(websocket.receive(), max(min(idle, left), 0.001))
+            message = await asyncio.wait_for(websocket.receive(), max(min(quiet_until, deadline) - now, 0.001))
         except asyncio.TimeoutError:
-            if left > idle and session.decoding:
-                continue  # waiting for its transcripts is not idling
+            now = time.monotonic()
+            if now < min(max(last_event, session.active_at) + idle, deadline):
+                continue  # a decode moved meanwhile
             code, why = (("session_expired", f"the session reached REALTIME_MAX_SESSION_S="
-                          f"{settings.realtime_max_session_s:g} s") if left <= idle else
-                         ("idle_timeout", f"no event for REALTIME_IDLE_TIMEOUT_S={idle:g} s"))
+                          f"{settings.realtime_max_session_s:g} s") if now >= deadline else
+                         ("idle_timeout", f"no event and no decoding for REALTIME_IDLE_TIMEOUT_S={idle:g} s"))
             await send(events.error_event(events.EventError(f"{why}; closing the session", code)))
             await websocket.close(1000, code)
             return
+        last_event = time.monotonic()
         if message["type"] == "websocket.disconnect":
             return
         try:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -36,13 +37,19 @@ Send = Callable[[dict], Awaitable[None]]
 
 class Decoder:
     """How a session decodes: ``final`` waits its turn at the server's gate; ``interim`` returns
-    None at once when file requests or other finals are running or waiting (it never queues)."""
+    None at once when file requests or other finals are running or waiting (it never queues).
+    ``active_at``: when a decode of the session last moved (started, or finished a window)."""
+
+    active_at = 0.0
 
     async def final(self, samples: np.ndarray, parameters: dict) -> str:
         raise NotImplementedError
 
     async def interim(self, samples: np.ndarray, parameters: dict) -> str | None:
         raise NotImplementedError
+
+    def stop(self) -> None:
+        """The session ended: decodes still running stop at their next window (their slots free)."""
 
 
 @dataclass(eq=False)
@@ -58,9 +65,15 @@ def ms(position: int) -> int:
 
 
 class RealtimeSession:
-    def __init__(self, send: Send, decoder: Decoder, config: SessionConfig, max_utterance_s: float):
+    """``max_backlog_s``: the most audio the session holds, committed and waiting for its decode or not
+    yet committed; an append past it is refused (error ``audio_backlog_full``) until decodes catch up."""
+
+    def __init__(self, send: Send, decoder: Decoder, config: SessionConfig, max_utterance_s: float,
+                 max_backlog_s: float = 120.0):
         self.send, self.decoder, self.config = send, decoder, config
         self.max_utterance = int(max_utterance_s * TARGET_RATE)
+        self.max_backlog = int(max_backlog_s * TARGET_RATE)
+        self.backlog = 0  # samples committed and not yet answered
         self.pcm = PCMInput(config.rate)
         self.detector = self._detector()
         self.audio = np.zeros(0, dtype=np.float32)
@@ -68,9 +81,16 @@ class RealtimeSession:
         self.utterance: Utterance | None = None
         self.previous_item: str | None = None
         self._finals: asyncio.Queue = asyncio.Queue()
-        self.decoding = 0  # committed utterances not yet answered: the session is not idle meanwhile
+        self.decoding = 0  # committed utterances not yet answered
+        self.answered_at = time.monotonic()  # when the last transcript went out
         self._interim: asyncio.Task | None = None
         self._worker = asyncio.create_task(self._decode_finals())
+
+    @property
+    def active_at(self) -> float:
+        """When the session's decodes last moved: a session whose decodes go on is not idle, one whose
+        decode hangs (or waits in the gate) for REALTIME_IDLE_TIMEOUT_S is."""
+        return max(self.answered_at, self.decoder.active_at)
 
     @property
     def end(self) -> int:
@@ -84,7 +104,14 @@ class RealtimeSession:
         if isinstance(event, (events.SessionUpdate, events.BetaSessionUpdate)):
             await self._update(event)
         elif isinstance(event, events.Append):
-            await self._append(self.pcm.decode(event.audio, self.max_utterance / TARGET_RATE))
+            samples = self.pcm.decode(event.audio, self.max_utterance / TARGET_RATE)
+            if self.backlog + len(self.audio) + len(samples) > self.max_backlog:
+                raise events.EventError(
+                    f"input_audio_buffer.append: the session holds {ms(self.backlog + len(self.audio)) / 1000:g} s "
+                    f"of audio not yet transcribed, the most it may (REALTIME_MAX_BACKLOG_S="
+                    f"{self.max_backlog / TARGET_RATE:g}); this audio was dropped: wait for the transcripts",
+                    "audio_backlog_full", event_id=event.event_id)
+            await self._append(samples)
         elif isinstance(event, events.Commit):
             await self._client_commit(event.event_id)
         elif isinstance(event, events.Clear):
@@ -174,6 +201,7 @@ class RealtimeSession:
         self.previous_item = utterance.item_id
         self.audio, self.offset = self.audio[end - self.offset :], end
         self.decoding += 1
+        self.backlog += len(samples)
         self._finals.put_nowait((utterance, samples, self.config.decode_parameters()))
 
     def _clear(self) -> None:
@@ -220,6 +248,8 @@ class RealtimeSession:
                 await self._answer(utterance, samples, parameters)
             finally:
                 self.decoding -= 1
+                self.backlog -= len(samples)
+                self.answered_at = time.monotonic()
 
     async def _answer(self, utterance: Utterance, samples: np.ndarray, parameters: dict) -> None:
         try:
@@ -240,3 +270,4 @@ class RealtimeSession:
         for task in (self._worker, self._interim):
             if task is not None:
                 task.cancel()
+        self.decoder.stop()
