@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 
 import openai
@@ -186,16 +187,18 @@ def test_an_idle_model_is_unloaded_and_its_memory_given_back(settings_factory):
     settings = ServerSettings(asr_models="tiny=embedded:tiny.en,base=embedded:base", model_idle_unload_s=1.0)
     clip, post = read_clip(CLIP), {"headers": {"Content-Type": "audio/flac"}, "timeout": 120}
     weights = (settings_factory().model_cache_dir / "embedded" / "base" / "model.bin").stat().st_size / 2**20
-    with live_server(create_app(settings)) as live:
+    app = create_app(settings)
+    with live_server(app) as live:
         wait_until(lambda: requests.get(f"{live.url}/health", timeout=5).status_code == 200, timeout=120)
         requests.post(f"{live.url}/", data=clip, **post)  # the process's first decode's one-off costs
         before = _rss_mib()
         assert requests.post(f"{live.url}/?model=base", data=clip, **post).json()["decoding"]["model"] == "embedded:base"
         loaded = _rss_mib()
+        backend = weakref.ref(app.state.service.pool.handler_if_loaded("base").asr)
         wait_until(lambda: not _loaded(live.url)["base"], timeout=20)
         after = _rss_mib()
         assert _loaded(live.url) == {"tiny": True, "base": False}  # the first model is pinned
+        assert backend() is None  # nothing holds the unloaded model: its memory is the allocator's again
     print(f"RSS: {before:.0f} MiB with tiny.en, {loaded:.0f} with base too, {after:.0f} after base was unloaded "
-          f"(base's model.bin: {weights:.0f} MiB)")
-    # The int8 weights alone are about half the file (float16 on disk): at least half of them is given back.
-    assert loaded - after > weights / 4
+          f"(base's model.bin: {weights:.0f} MiB; how much of it glibc gives back varies with fragmentation)")
+    assert after < loaded
