@@ -157,8 +157,9 @@ def test_models(client):
     assert (model.id, model.object, model.owned_by) == ("embedded:tiny.en", "model", "whisper-endpoint")
     assert isinstance(model.created, int) and model.created > 0
     assert client.models.retrieve("embedded:tiny.en").id == "embedded:tiny.en"
+    assert client.models.retrieve("whisper-1").id == "embedded:tiny.en"  # OpenAI's name: the default model
     with pytest.raises(openai.NotFoundError):
-        client.models.retrieve("whisper-1")
+        client.models.retrieve("large-v3")
 
 
 def test_speaker_labels_in_srt_vtt_and_diarized_json(diarized, two_voices):

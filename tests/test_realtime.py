@@ -80,7 +80,7 @@ def test_server_vad_session_transcribes_speech_as_it_streams(open_server, file_t
     with Session(ws_url(open_server)) as session:
         assert session.wait_for("session.created")[0]["session"]["audio"]["input"]["turn_detection"]["type"] == "server_vad"
         session.send({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
-            "transcription": {"model": "whisper", "language": "en"}}}}})
+            "transcription": {"model": "whisper-1", "language": "en"}}}}})
         session.stream(head, rate, speed=2.5)
         # The long clip's last 6 s go at real-time pace until a delta is out (decodes are slow here).
         session.stream(tail, rate, speed=2.5, real_time_until=lambda: session.of(DELTA))

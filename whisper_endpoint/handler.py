@@ -27,12 +27,19 @@ logger = logging.getLogger(__name__)
 
 
 class EndpointHandler:
-    def __init__(self, path: str = "", settings: ModelSettings | None = None):
+    """``speakers_from``: another handler whose diarizer and known voices this one shares (a server with
+    several ASR models loads the diarization once)."""
+
+    def __init__(self, path: str = "", settings: ModelSettings | None = None, *,
+                 speakers_from: "EndpointHandler | None" = None):
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
-        self.diarizer = speaker_labels.load_diarizer(self.settings, path)
-        self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
+        if speakers_from is not None:
+            self.diarizer, self.voices = speakers_from.diarizer, speakers_from.voices
+        else:
+            self.diarizer = speaker_labels.load_diarizer(self.settings, path)
+            self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
 
     def __call__(self, data: dict) -> dict:

@@ -63,6 +63,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
             [f.strip() for f in args.format.split(",") if f.strip()], dict(args.param),
             diarization=bool(model_settings.diarization_model),
         )
+        if "model" in parameters:  # an ASR_MODELS name, as a server's request would choose it
+            model_settings = _chosen_model(parameters.pop("model"), model_settings, ray=bool(args.ray))
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -86,6 +88,24 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
     if args.summary_json:
         args.summary_json.write_text(json.dumps(summary.as_dict(), indent=1) + "\n")
     return 1 if summary.failed else 0
+
+
+def _chosen_model(name: str, settings, *, ray: bool):
+    """The settings of the ASR_MODELS entry ``name`` (OpenAI's names and the first entry: the default)."""
+    from whisper_endpoint.serving.model_pool import ModelPool
+    from whisper_endpoint.serving.service import model_entries
+    from whisper_endpoint.serving.settings import ServerSettings
+
+    entries = model_entries(ServerSettings())
+    try:
+        chosen = ModelPool(entries, load=lambda entry: None, pinned=[]).resolve(name)
+    except EndpointError as exc:
+        raise InputError(f"--param model: {exc.message}") from None
+    entry = next(entry for entry in entries if entry.name == chosen)
+    if ray and entry is not entries[0]:
+        raise InputError("--param model with --ray: set ASR_MODEL (and ASR_BACKEND) for the cluster's workers instead")
+    update = {"asr_model": entry.reference, "asr_backend": entry.asr_backend, "compute_type": entry.compute_type}
+    return settings.model_copy(update={key: value for key, value in update.items() if value is not None})
 
 
 if __name__ == "__main__":

@@ -66,6 +66,7 @@ def create_app(
         yield
         if jobs is not None:
             await jobs.stop()  # a job still decoding stops at its next window and is queued again
+        service.stop()
         # Shutdown: uvicorn has stopped accepting connections and waited (up to
         # GRACEFUL_TIMEOUT_S) for in-flight and queued requests before it gets here.
         logger.info("stopped after %d decodes", service.metrics.inferences)
@@ -98,7 +99,8 @@ def create_app(
 
     @app.get("/metrics", summary="Queue depth, in-flight requests and totals (Prometheus text format)")
     async def metrics() -> Response:
-        return Response(service.metrics.render(service.gate, service.ready), media_type=CONTENT_TYPE)
+        return Response(service.metrics.render(service.gate, service.ready, service.pool.stats()),
+                        media_type=CONTENT_TYPE)
 
     return app
 

@@ -32,7 +32,9 @@ class Metrics:
         self.inference_seconds += seconds
         self.audio_seconds += audio_seconds or 0.0
 
-    def render(self, gate: InferenceGate, ready: bool) -> str:
+    def render(self, gate: InferenceGate, ready: bool, models: dict[str, dict] | None = None) -> str:
+        """``models``: ``ModelPool.stats()``, each configured model's state."""
+        models = models or {}
         lines: list[str] = []
 
         def metric(name: str, kind: str, help_text: str, samples: list[tuple[str, float]]) -> None:
@@ -45,6 +47,15 @@ class Metrics:
         metric("whisper_max_concurrency", "gauge", "MAX_CONCURRENCY.", [("", gate.max_concurrency)])
         metric("whisper_max_queue", "gauge", "MAX_QUEUE.", [("", gate.max_queue)])
         metric("whisper_model_ready", "gauge", "1 once the models are loaded.", [("", int(ready))])
+        metric("whisper_models_loaded", "gauge", "ASR models loaded now.",
+               [("", sum(state["loaded"] for state in models.values()))])
+        metric("whisper_model_loaded", "gauge", "1 while this model is loaded.",
+               [(f'{{model="{_label(name)}"}}', int(state["loaded"])) for name, state in models.items()])
+        metric("whisper_model_loads_total", "counter", "Times this model was loaded.",
+               [(f'{{model="{_label(name)}"}}', state["loads"]) for name, state in models.items()])
+        metric("whisper_model_load_seconds", "gauge", "How long this model's last load took.",
+               [(f'{{model="{_label(name)}"}}', state["load_seconds"]) for name, state in models.items()
+                if state["load_seconds"] is not None])
         metric(
             "whisper_requests_total", "counter", "Inference requests answered, by route family and status.",
             [(f'{{route="{route}",status="{status}"}}', n) for (route, status), n in sorted(self.responses.items())],
@@ -66,6 +77,11 @@ def route_family(path: str) -> str:
     if path == "/invocations":
         return "sagemaker"
     return "toolkit"
+
+
+def _label(value: str) -> str:
+    """A Prometheus label value: backslash, quote and line break escaped."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
 
 
 def _number(value: float) -> str:

@@ -56,26 +56,29 @@ def router(service: InferenceService) -> APIRouter:
     ) -> Response:
         return await _audio(service, request, form, task="translate")
 
-    @api.get("/models", summary="The one model this server serves")
+    @api.get("/models", summary="The models this server serves (the first is the default), loaded or not")
     async def models() -> JSONResult:
         service.check_ready()
-        return JSONResult({"object": "list", "data": [_model_card(service)]})
+        return JSONResult({"object": "list", "data": [_model_card(service, name) for name in service.pool.names]})
 
     @api.get("/models/{model_id:path}", summary="One model")
     async def model(model_id: str) -> JSONResult:
         service.check_ready()
-        if model_id != service.model_id:
-            raise with_param(NotFoundError(f"the model {model_id!r} does not exist here; this server has "
-                                           f"{service.model_id!r}"), "model")
-        return JSONResult(_model_card(service))
+        try:
+            name = service.pool.default if model_id == service.model_id else service.pool.resolve(model_id)
+        except NotFoundError as exc:
+            raise with_param(exc, "model") from None
+        return JSONResult(_model_card(service, name))
 
     api.include_router(audio)  # keeps FormUploadRoute
     return api
 
 
-def _model_card(service: InferenceService) -> dict:
-    # ``created``: when this server loaded the model (Unix seconds).
-    return {"id": service.model_id, "object": "model", "created": service.loaded_at, "owned_by": "whisper-endpoint"}
+def _model_card(service: InferenceService, name: str) -> dict:
+    # ``created``: when this server started serving (Unix seconds); ``loaded``: whether it is in memory now.
+    shown = service.model_id if name == service.pool.default else name
+    return {"id": shown, "object": "model", "created": service.loaded_at, "owned_by": "whisper-endpoint",
+            "loaded": service.pool.loaded(name), "default": name == service.pool.default}
 
 
 async def _audio(service: InferenceService, request: Request, form: AudioForm, *, task: str) -> Response:
@@ -140,6 +143,8 @@ def _parameters(service: InferenceService, form: AudioForm, task: str, warnings:
         warnings.append(f"known_speaker_names[] were not used: response_format={name} shows no speakers")
     elif known:
         parameters["known_speakers"] = known
+    if form.model is not None:
+        parameters["model"] = form.model  # the server resolves it (404 model_not_found if unknown)
     if form.language is not None:
         parameters["language"] = form.language
     if form.prompt:

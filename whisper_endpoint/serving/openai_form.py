@@ -33,7 +33,7 @@ class AudioForm(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     file: Union[UploadFile, str, None] = Field(None, description="The audio (or video) file, any FFmpeg format.")
-    model: Optional[str] = Field(None, description="Accepted, not used to choose: the server has one model.")
+    model: Optional[str] = Field(None, description="The model (GET /v1/models); whisper-1 or none: the default.")
     language: Optional[str] = Field(None, description="ISO-639-1 code or English name; omitted: detected.")
     prompt: Optional[str] = Field(None, description="Text that primes vocabulary and style (initial_prompt).")
     response_format: ResponseFormat = Field("json", description="How the transcript comes back.")

@@ -15,15 +15,17 @@ import math
 import threading
 import time
 from collections.abc import Callable
+from types import SimpleNamespace
 
 import anyio
 
-from whisper_endpoint.adapters.errors import NotReadyError
+from whisper_endpoint.adapters.errors import NotReadyError, with_param
 from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.decode_context import DEADLINE, DISCONNECTED, DecodeContext, DecodeStopped
 from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.serving.limits import InferenceGate
 from whisper_endpoint.serving.metrics import Metrics
+from whisper_endpoint.serving.model_pool import ModelEntry, ModelPool, UnknownModelError, parse_models
 from whisper_endpoint.serving.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
@@ -33,17 +35,40 @@ Handler = Callable[[dict], dict]
 LOAD_FAILED = "model loading failed (see the server log)"
 
 
-def load_endpoint_handler(settings: ServerSettings, decodes: int) -> Handler:
-    from whisper_endpoint.config import ModelSettings
-    from whisper_endpoint.handler import EndpointHandler
+class HandlerLoader:
+    """Makes the handler of one ``ASR_MODELS`` entry: the server's settings with that entry's model, one
+    CTranslate2 worker per concurrent decode (NUM_WORKERS wins), the diarization loaded once and shared."""
 
-    # ``decodes`` requests and jobs decode at once, so the model gets that many workers (NUM_WORKERS wins).
-    model = ModelSettings().with_workers_for(decodes)
-    return EndpointHandler(path=settings.model_dir, settings=model)
+    def __init__(self, settings: ServerSettings, decodes: int):
+        self.settings, self.decodes = settings, decodes
+        self._speakers = None  # the first handler's diarizer and known voices, shared by the others
+
+    def __call__(self, entry: ModelEntry) -> Handler:
+        from whisper_endpoint.config import ModelSettings
+        from whisper_endpoint.handler import EndpointHandler
+
+        update = {"asr_model": entry.reference, "asr_backend": entry.asr_backend, "compute_type": entry.compute_type}
+        model = ModelSettings(**{key: value for key, value in update.items() if value is not None})
+        handler = EndpointHandler(path=self.settings.model_dir, settings=model.with_workers_for(self.decodes),
+                                  speakers_from=self._speakers)
+        if self._speakers is None:
+            self._speakers = SimpleNamespace(diarizer=handler.diarizer, voices=handler.voices)
+        return handler
+
+
+def model_entries(settings: ServerSettings) -> list[ModelEntry]:
+    """ASR_MODELS, or ASR_MODEL alone as a list of one."""
+    if settings.asr_models:
+        return parse_models(settings.asr_models)
+    from whisper_endpoint.config import ModelSettings
+
+    reference = ModelSettings().asr_model
+    return [ModelEntry(name=reference, reference=reference)]
 
 
 class InferenceService:
-    """``job_slots``: jobs decoded at once besides the live requests (0: no jobs)."""
+    """``job_slots``: jobs decoded at once besides the live requests (0: no jobs). ``handler``: one model
+    already loaded (tests share one); ``load``: makes the one model instead of ``ASR_MODEL``'s."""
 
     def __init__(
         self, settings: ServerSettings, handler: Handler | None = None, load: Callable[[], Handler] | None = None,
@@ -52,13 +77,25 @@ class InferenceService:
         self.settings = settings
         self.gate = InferenceGate(settings.max_concurrency, settings.max_queue)
         self.metrics = Metrics()
-        self.handler = handler
         self.loaded_at = int(time.time()) if handler is not None else None
         self.load_error: str | None = None
-        self._load = load or (lambda: load_endpoint_handler(settings, settings.max_concurrency + job_slots))
+        if handler is not None or load is not None:  # one given model, named as its backend names it
+            name = _model_name(handler) if handler is not None else "whisper"
+            entries, loader = [ModelEntry(name=name, reference=name)], (lambda entry: load())
+        else:
+            entries, loader = model_entries(settings), HandlerLoader(settings, settings.max_concurrency + job_slots)
+        self.pool = ModelPool(
+            entries, loader, pinned=settings.preload_models, max_loaded=settings.max_loaded_models,
+            idle_unload_s=settings.model_idle_unload_s, preloaded={entries[0].name: handler} if handler else None)
+        self._stop_sweeper = threading.Event()
         self._limiter: anyio.CapacityLimiter | None = None
         self._job_limiter: anyio.CapacityLimiter | None = None
         self.job_slots = job_slots
+
+    @property
+    def handler(self) -> Handler | None:
+        """The default model's handler, once loaded."""
+        return self.pool.handler_if_loaded(self.pool.default)
 
     @property
     def ready(self) -> bool:
@@ -66,31 +103,32 @@ class InferenceService:
 
     @property
     def model_id(self) -> str:
-        """The served model's name (``embedded:tiny.en``, a Hub id, a directory)."""
-        backend = getattr(self.handler, "asr", None)
-        return getattr(backend, "model_name", None) or "whisper"
+        """The default model's name (``embedded:tiny.en``, a Hub id, a directory, or its ASR_MODELS name)."""
+        if self.settings.asr_models:
+            return self.pool.default
+        return _model_name(self.handler) if self.handler is not None else self.pool.default
 
     @property
     def diarization_available(self) -> bool:
         return getattr(self.handler, "diarizer", None) is not None
 
     def start_loading(self) -> None:
-        if self.handler is None and self.load_error is None:
+        """Load the pinned models (the default first) in the background; unload idle ones from then on."""
+        if self.load_error is None:
             threading.Thread(target=self._load_now, name="model-loader", daemon=True).start()
+        self.pool.start_idle_sweeper(self._stop_sweeper)
+
+    def stop(self) -> None:
+        self._stop_sweeper.set()
 
     def _load_now(self) -> None:
         started = time.perf_counter()
         try:
-            handler = self._load()
-        except EndpointError as exc:
+            self.pool.load_pinned()
+        except NotReadyError as exc:  # the pool logged the cause; clients get its message only
             self.load_error = exc.message
-            logger.error("model loading failed: %s", exc.message)
             return
-        except Exception as exc:  # the traceback is for the operator's log, not for clients
-            self.load_error = LOAD_FAILED
-            logger.error("model loading failed", exc_info=exc)
-            return
-        self.handler, self.loaded_at = handler, int(time.time())
+        self.loaded_at = self.loaded_at or int(time.time())
         logger.info("ready: %s loaded in %.1f s", self.model_id, time.perf_counter() - started)
 
     def check_ready(self, *, reveal: bool = True) -> None:
@@ -112,6 +150,7 @@ class InferenceService:
         (``DecodeStopped``; the slot is free again when the decode has stopped).
         """
         self.check_ready()
+        payload, model = self._chosen_model(payload)
         context = context or DecodeContext()
         remaining = context.remaining_s()
         deadline = math.inf if remaining is None else anyio.current_time() + remaining
@@ -121,7 +160,7 @@ class InferenceService:
                 async with self.gate.slot():
                     if self._limiter is None:
                         self._limiter = anyio.CapacityLimiter(self.settings.max_concurrency)
-                    result, elapsed = await self._decode(payload, context, self._limiter)
+                    result, elapsed = await self._decode(payload, context, self._limiter, model)
             finally:
                 if watcher is not None:
                     watcher.cancel()
@@ -133,15 +172,29 @@ class InferenceService:
     async def run_job(self, payload: dict, context: DecodeContext) -> dict:
         """Decode one job on a job slot (never in the live requests' queue)."""
         self.check_ready()
+        payload, model = self._chosen_model(payload)
         if self._job_limiter is None:
             self._job_limiter = anyio.CapacityLimiter(max(1, self.job_slots))
-        result, _ = await self._decode(payload, context, self._job_limiter)
+        result, _ = await self._decode(payload, context, self._job_limiter, model)
         return result
 
-    async def _decode(self, payload: dict, context: DecodeContext, limiter) -> tuple[dict, float]:
+    def _chosen_model(self, payload: dict) -> tuple[dict, str]:
+        """The payload without its ``parameters.model``, and the configured name it means (404 if none)."""
+        parameters = payload.get("parameters") if isinstance(payload, dict) else None
+        if not isinstance(parameters, dict) or "model" not in parameters:
+            return payload, self.pool.default
+        requested = parameters["model"]
+        try:
+            name = self.pool.resolve(requested if isinstance(requested, str) else repr(requested))
+        except UnknownModelError as exc:
+            raise with_param(exc, "model") from None
+        rest = {key: value for key, value in parameters.items() if key != "model"}
+        return {**payload, "parameters": rest}, name
+
+    async def _decode(self, payload: dict, context: DecodeContext, limiter, model: str) -> tuple[dict, float]:
         started = time.perf_counter()
         try:
-            result = await anyio.to_thread.run_sync(_call, self.handler, payload, context, limiter=limiter)
+            result = await anyio.to_thread.run_sync(_call, self.pool, model, payload, context, limiter=limiter)
         except DecodeStopped:
             raise
         except Exception as exc:
@@ -151,10 +204,16 @@ class InferenceService:
         return result, elapsed
 
 
-def _call(handler: Handler, payload: dict, context: DecodeContext) -> dict:
-    """``handler.run(payload, context)`` where the handler has it (EndpointHandler); else ``handler(payload)``."""
-    run = getattr(handler, "run", None)
-    return run(payload, context) if run is not None else handler(payload)
+def _call(pool: ModelPool, model: str, payload: dict, context: DecodeContext) -> dict:
+    """The model's ``handler.run(payload, context)`` where it has one (EndpointHandler), else
+    ``handler(payload)``; the model stays loaded while it decodes (loaded first if it is not)."""
+    with pool.using(model) as handler:
+        run = getattr(handler, "run", None)
+        return run(payload, context) if run is not None else handler(payload)
+
+
+def _model_name(handler) -> str:
+    return getattr(getattr(handler, "asr", None), "model_name", None) or "whisper"
 
 
 async def _watch_disconnect(receive, context: DecodeContext, scope: anyio.CancelScope) -> None:

@@ -111,11 +111,43 @@ class ServerSettings(BaseSettings):
         60.0, ge=0, description="The page sends files longer than this through the jobs API (progress that "
         "survives a reload) when jobs are on; shorter ones to POST /predict. 0: every file as a job.",
     )
+    # Several ASR models (serving/model_pool.py); unset: the one model of ASR_MODEL.
+    asr_models: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Models this server serves, chosen per request by 'model': comma-separated "
+        "[name=]reference[?backend=...&compute_type=...] (e.g. base=embedded:base,tiny=embedded:tiny.en); the "
+        "first is the default (and what 'whisper-1' means). Unset: ASR_MODEL alone.",
+    )
+    preload_models: Optional[Annotated[list[str], NoDecode]] = Field(
+        None, description="Names loaded at start-up and never unloaded (comma-separated; unset: the first model).",
+    )
+    max_loaded_models: int = Field(
+        0, ge=0, le=64, description="Most models loaded at once; the least recently used idle one is unloaded "
+        "first. 0: no bound.",
+    )
+    model_idle_unload_s: float = Field(
+        300.0, ge=0, description="An unpinned model unused this long is unloaded. 0: never.",
+    )
     # Secrets: never printed (SecretStr); comma-separated in the environment (API_KEYS=key1,key2).
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
         description="Bearer keys accepted on the inference routes; empty: no authentication.",
     )
+
+    @field_validator("asr_models", "preload_models", mode="before")
+    @classmethod
+    def _split_names(cls, value):
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("asr_models")
+    @classmethod
+    def _valid_models(cls, entries: list[str]):
+        from whisper_endpoint.serving.model_pool import parse_models
+
+        parse_models(entries)  # a bad entry is a start-up error naming it
+        return entries
 
     @field_validator("api_keys", mode="before")
     @classmethod

@@ -40,6 +40,8 @@ class SessionConfig:
     def decode_parameters(self) -> dict:
         """The handler parameters of this session's decodes."""
         parameters: dict = {"diarize": False}  # one speaker stream; live sessions never wait for diarization
+        if self.transcription.model:
+            parameters["model"] = self.transcription.model  # the server's model by that name (ASR_MODELS)
         if self.transcription.language:
             parameters["language"] = self.transcription.language
         if self.transcription.prompt:

@@ -35,7 +35,7 @@ class AudioFormat(_Event):
 
 
 class Transcription(_Event):
-    model: Optional[str] = None  # accepted, not used to choose: the server has one model
+    model: Optional[str] = Field(None, max_length=200)  # a name of GET /v1/models (OpenAI's names: the default)
     language: Optional[str] = None
     prompt: Optional[str] = Field(None, max_length=2000)
 
