@@ -64,6 +64,14 @@ def test_least_recently_used_idle_model_is_unloaded_first_and_pinned_ones_stay()
     assert [name for name in pool.names if pool.loaded(name)] == ["a", "b", "d"] and loads == ["a", "b", "c", "d"]
 
 
+def test_start_up_loads_the_default_even_when_nothing_is_pinned():
+    pool, loads = _pool(("a", "b"), pinned=[], idle_unload_s=0.01)
+    pool.load_pinned()
+    assert loads == ["a"] and pool.loaded("a")
+    time.sleep(0.05)
+    assert pool.unload_idle() == ["a"]  # not pinned: it may go when idle
+
+
 def test_a_model_in_use_is_never_unloaded():
     pool, _ = _pool(("a", "b"), max_loaded=1, pinned=[], idle_unload_s=0.01)
     entered, leave = threading.Event(), threading.Event()

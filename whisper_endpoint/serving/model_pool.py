@@ -149,9 +149,10 @@ class ModelPool:
                 slot.last_used = time.monotonic()
 
     def load_pinned(self) -> None:
-        """Start-up: load every pinned model (the default first); a failure raises (the server is not ready)."""
+        """Start-up: load the default (the server is ready once it is, pinned or not), then every pinned
+        model; a failure raises (the server is not ready)."""
         for slot in self._slots.values():
-            if slot.pinned and slot.handler is None:
+            if (slot.pinned or slot.entry.name == self.default) and slot.handler is None:
                 self._load_slot(slot, retry=True)
 
     def _load_slot(self, slot: _Slot, retry: bool = False):
