@@ -211,7 +211,8 @@ class Jobs:
         if await anyio.to_thread.run_sync(finish, job.id, body, self.owner):
             await self._finished(job.id)
         else:  # deleted, or its lease went to another server (this one stalled): that one finishes it
-            logger.info("job %s: no longer this server's (deleted or taken over); its outcome dropped", job.id)
+            logger.info("job %s: no longer this server's (deleted or taken over), stopped after %d of %s windows; "
+                        "its outcome dropped", job.id, context.progress.windows_done, context.progress.windows_total)
 
     async def _outcome(self, job: Job, context: DecodeContext) -> tuple[str, dict] | None:
         """("succeeded", result) or ("failed", error); None when the shutdown stopped the decode."""
