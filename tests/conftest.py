@@ -1,6 +1,9 @@
 import io
 import json
 import os
+import queue
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import av
@@ -124,3 +127,37 @@ def short_windows(monkeypatch):
     from whisper_endpoint.backends import cost
 
     monkeypatch.setattr(cost, "MIN_WINDOW_S", 4)
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL cluster for the session (tests/postgres_server.py); missing programs fail the
+    tests that need it (never a silent skip)."""
+    from tests.postgres_server import Postgres
+
+    server = Postgres(durable=False).start()
+    yield server
+    server.stop()
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.server.received.put(json.loads(body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def callbacks():
+    """A webhook receiver on loopback: ``.url``, and ``.received`` (a queue of the bodies)."""
+    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    receiver.received = queue.Queue()
+    receiver.url = f"http://127.0.0.1:{receiver.server_address[1]}/done"
+    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
+    thread.start()
+    yield receiver
+    receiver.shutdown()

@@ -17,14 +17,13 @@ import subprocess
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
 
 from tests.conftest import ROOT, AUDIO
 from tests.serving_helpers import TEXT, free_port, live_server, wait_until
-from whisper_endpoint.jobs import JobSettings, JobStore
+from whisper_endpoint.jobs import JobSettings, open_store
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
 
@@ -43,29 +42,6 @@ def server(tiny_handler, job_settings):
     app = create_app(ServerSettings(body_timeout_s=1.0), handler=tiny_handler, job_settings=job_settings)
     with live_server(app) as running:
         yield running
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        self.server.received.put(json.loads(body))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture(scope="module")
-def callbacks():
-    """A webhook receiver on loopback: ``.url``, and ``.received`` (a queue of the bodies)."""
-    receiver = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
-    receiver.received = queue.Queue()
-    receiver.url = f"http://127.0.0.1:{receiver.server_address[1]}/done"
-    thread = threading.Thread(target=receiver.serve_forever, daemon=True)
-    thread.start()
-    yield receiver
-    receiver.shutdown()
 
 
 def finished(url: str, job_id: str, timeout: float = 120) -> dict:
@@ -150,7 +126,7 @@ def test_delete_forgets_a_job(server, clip):
 def test_bad_submissions_are_refused_before_a_job_exists(
     server, clip, job_settings, query, body, content_type, status, code
 ):
-    store = JobStore(job_settings.db)
+    store = open_store(job_settings.db)
     before = store.count("queued") + store.count("running") + store.count("succeeded") + store.count("failed")
     response = requests.post(f"{server.url}/jobs", params=query, data=clip if body is None else body,
                              headers={"Content-Type": content_type})
@@ -202,25 +178,6 @@ def test_jobs_can_be_switched_off(tiny_handler, tmp_path):
     assert not settings.db.exists()
 
 
-def test_store_expires_finished_jobs_and_gives_up_on_jobs_interrupted_too_often(tmp_path):
-    store = JobStore(tmp_path / "s.sqlite")
-    for name in ("done", "crashy", "waiting"):
-        store.add(name, "audio/flac", {}, f"/x/{name}", None)
-    assert store.claim_next().id == "done"
-    store.succeed("done", {"text": "x"})
-    finished_at = store.get("done").finished_at
-    assert store.expire(ttl_s=60, now=finished_at + 30) == []
-    assert [job.id for job in store.expire(ttl_s=60, now=finished_at + 61)] == ["done"]
-    assert store.get("done") is None
-    assert store.claim_next().id == "crashy"  # claimed, then the process dies
-    assert store.recover(max_attempts=2) == (1, [])
-    assert store.claim_next().id == "crashy"  # and dies again
-    requeued, failed = store.recover(max_attempts=2)
-    assert requeued == 0 and [job.id for job in failed] == ["crashy"]
-    assert store.get("crashy").error["code"] == "interrupted"
-    assert store.get("waiting").status == "queued"  # never touched by recovery
-
-
 # --- a real server process, killed mid-job --------------------------------------------------------
 
 
@@ -256,7 +213,7 @@ def test_jobs_survive_a_killed_server(tmp_path, clip):
     finally:
         if first.poll() is None:
             first.kill()
-    store = JobStore(db)
+    store = open_store(db)
     assert (store.get(running).status, store.get(waiting).status) == ("running", "queued")  # as the kill left them
     store.close()
     second = _start_server(port, db, log)

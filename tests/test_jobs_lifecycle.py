@@ -27,7 +27,7 @@ from tests.conftest import ROOT, AUDIO
 from tests.serving_helpers import TEXT, HeldHandler, LiveServer, free_port, live_server, wait_until
 from whisper_endpoint.audio import decode_file
 from whisper_endpoint.decode_context import DecodeContext
-from whisper_endpoint.jobs import JobSettings, JobStore, uploads
+from whisper_endpoint.jobs import JobSettings, open_store, uploads
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
@@ -128,7 +128,7 @@ def test_shutdown_stops_a_running_job_at_its_next_window_and_queues_it_again(tin
         assert held.held.wait(60)
     finally:
         server.stop()  # what SIGTERM does (the real signal: the next test)
-    store = JobStore(jobs.db)
+    store = open_store(jobs.db)
     job = store.get(job_id)
     store.close()
     assert (job.status, job.attempts, job.started_at) == ("queued", 0, None)  # this start does not count
@@ -147,7 +147,7 @@ def test_a_job_stuck_in_its_window_at_shutdown_is_queued_again(tiny_handler, lon
         assert not server.thread.is_alive() and not held.release.is_set()  # stopped while the window ran
     finally:
         held.release.set()  # the abandoned window ends (its decode stops there: shutdown)
-    store = JobStore(jobs.db)
+    store = open_store(jobs.db)
     job = store.get(job_id)
     store.close()
     assert (job.status, job.attempts) == ("queued", 0) and os.path.exists(job.input_path)
@@ -175,7 +175,7 @@ def test_sigterm_with_a_job_running_loses_nothing(tmp_path):
         finally:
             if server.poll() is None:
                 server.kill()
-    store = JobStore(db)
+    store = open_store(db)
     job = store.get(job_id)
     store.close()
     log_text = (tmp_path / "server.log").read_text()

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
-from typing import Optional
+from typing import Optional, Union
+from urllib.parse import urlsplit
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 GB = 1024**3
+POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 def _default_db() -> Path:
@@ -19,13 +22,24 @@ def _default_db() -> Path:
 
 
 class JobSettings(BaseSettings):
-    """Where jobs are kept and how they run. One server process per database file."""
+    """Where jobs are kept and how they run. A SQLite file serves one server process; a PostgreSQL URL
+    serves several servers (one queue), with uploads in a folder they all read."""
 
     model_config = SettingsConfigDict(env_prefix="JOBS_", populate_by_name=True, extra="ignore")
 
     enabled: bool = Field(True, description="Serve /jobs and run the job worker.")
-    db: Path = Field(default_factory=_default_db, description="The SQLite file; put it on a persistent volume.")
-    upload_dir: Optional[Path] = Field(None, description="Uploaded audio until its job ends; default <db>.uploads.")
+    db: Union[Path, str] = Field(
+        default_factory=_default_db, description="The SQLite file (put it on a persistent volume), or a "
+        "postgresql://user:password@host/dbname URL: one queue for several servers."
+    )
+    upload_dir: Optional[Path] = Field(
+        None, description="Uploaded audio until its job ends; default <db>.uploads. Required with PostgreSQL: "
+        "a folder every server reads and writes (a shared volume)."
+    )
+    lease_s: float = Field(
+        30.0, gt=0, description="A running job's lease: its server renews it while the job runs; a job whose "
+        "lease expired (its server died) is queued again by any server."
+    )
     ttl_s: float = Field(7 * 24 * 3600.0, gt=0, description="How long finished jobs (results, errors) are kept.")
     max_body_bytes: int = Field(GB, ge=1, description="Largest upload on POST /jobs (SageMaker async: 1 GB).")
     max_json_body_bytes: int = Field(
@@ -60,6 +74,54 @@ class JobSettings(BaseSettings):
         False, description="Allow callbacks to loopback, private and link-local addresses (a trusted network)."
     )
 
+    @field_validator("db", mode="before")
+    @classmethod
+    def _store(cls, value):
+        """A PostgreSQL URL stays a string, a path becomes a Path; any other URL is refused here (the
+        server does not start) rather than taken for a relative file name."""
+        if isinstance(value, Path) or "://" not in str(value):
+            return Path(value)
+        scheme = urlsplit(value).scheme.lower()
+        if scheme == "sqlite":  # sqlite:///absolute/path, as SQLAlchemy writes it
+            return Path(urlsplit(value).path)
+        if scheme not in POSTGRES_SCHEMES:
+            # no ValueError: pydantic would quote the whole URL, password included, in its message
+            raise StoreUrlError(f"JOBS_DB={masked_url(value)}: the job store serves SQLite files and "
+                                f"postgresql:// URLs, not {scheme}://")
+        if importlib.util.find_spec("psycopg") is None:
+            raise StoreUrlError(f"JOBS_DB={masked_url(value)} needs psycopg 3: pip install 'psycopg[binary]' "
+                                "(requirements-server.txt)")
+        return value
+
+    @model_validator(mode="after")
+    def _shared_uploads(self):
+        if isinstance(self.db, str) and self.upload_dir is None and self.enabled:
+            raise StoreUrlError(f"JOBS_DB={masked_url(self.db)} needs JOBS_UPLOAD_DIR: a folder every server "
+                                "reads and writes (the uploads wait there for whichever server runs the job)")
+        return self
+
     @property
     def uploads(self) -> Path:
         return self.upload_dir or self.db.with_name(self.db.name + ".uploads")
+
+    @property
+    def shown_db(self) -> str:
+        """``db`` for logs and errors: a URL without its password."""
+        return masked_url(self.db) if isinstance(self.db, str) else str(self.db)
+
+    def secrets(self) -> list[str]:
+        """What the logs must never show: the database password."""
+        password = urlsplit(self.db).password if isinstance(self.db, str) else None
+        return [password] if password else []
+
+
+class StoreUrlError(Exception):
+    """JOBS_DB names a store this server cannot serve: a start-up error (its message names it, masked).
+    Not a ValueError, which pydantic would turn into a message quoting the input."""
+
+
+def masked_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)

@@ -8,13 +8,18 @@ its progress (windows decoded, stage) is what GET /jobs/{id} shows, its deadline
 (past it the decode stops at its next window and the job fails), and a shutdown stops it at its next
 window and queues it again (a worker still inside a window after JOBS_STOP_TIMEOUT_S is cancelled, and
 its job queued again all the same). A job still running when the process dies stays ``running`` in the store
-and is queued again at the next start.
+and is queued again at the next start (SQLite: this process is the file's only user) or once its lease
+expires (PostgreSQL: any server). The heartbeat renews the leases of this server's running jobs; a job
+whose lease it no longer holds (deleted through another server, or taken over) stops at its next window.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
+import time
 import uuid
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -28,12 +33,15 @@ from whisper_endpoint.errors import EndpointError
 from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings
-from whisper_endpoint.jobs.store import QUEUED, Job, JobStore
+from whisper_endpoint.jobs.store import QUEUED, Job, JobStore, open_store
 from whisper_endpoint.jobs.uploads import DiskBudget
 
 logger = logging.getLogger(__name__)
 
 CALLBACK_CONCURRENCY = 32  # callbacks in flight at once (open sockets); the rest wait
+# A shared uploads folder: another server may be receiving a file whose job row is not stored yet, so
+# only uploads left this long unwritten count as orphans at start-up.
+SHARED_SWEEP_GRACE_S = 3600
 UPLOAD_LOST = {"error": "the job's upload is missing on the server", "code": "upload_lost", "status": 500}
 
 
@@ -46,9 +54,11 @@ class Jobs:
         self.store: JobStore | None = None
         self.unavailable: str | None = None  # why /jobs cannot work (the database could not be opened)
         self.running: dict[str, DecodeContext] = {}  # job id -> its decode's context (progress)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"  # this server's leases
         self._wake = asyncio.Event()
         self._stopping = False
         self._tasks: list[asyncio.Task] = []
+        self._leases: asyncio.Task | None = None
         self._callbacks: set[asyncio.Task] = set()
         self._callback_slots = asyncio.Semaphore(CALLBACK_CONCURRENCY)
         self.disk = DiskBudget(settings.max_disk_bytes)
@@ -60,23 +70,21 @@ class Jobs:
     async def start(self) -> None:
         try:
             await anyio.to_thread.run_sync(lambda: self.settings.uploads.mkdir(parents=True, exist_ok=True))
-            self.store = await anyio.to_thread.run_sync(JobStore, self.settings.db)
-        except Exception as exc:  # a read-only or missing volume must not take the real-time routes down
+            self.store = await anyio.to_thread.run_sync(open_store, self.settings.db)
+        except Exception as exc:  # a read-only volume, a database down: the real-time routes stay up
             self.unavailable = f"the job store cannot be opened ({type(exc).__name__}); see the server log"
-            logger.error("jobs disabled: cannot open %s", self.settings.db, exc_info=exc)
+            logger.error("jobs disabled: cannot open %s", self.settings.shown_db, exc_info=exc)
             return
         swept, self.disk.used = await anyio.to_thread.run_sync(self._sweep)
         if swept:
             logger.info("jobs: %d upload(s) without a job removed (a crash between an upload and its job)", swept)
-        requeued, failed = await anyio.to_thread.run_sync(self.store.recover, self.settings.max_attempts)
-        if requeued or failed:
-            logger.info("jobs after restart: %d queued again, %d failed (interrupted too often)",
-                        requeued, len(failed))
-        for job in failed:
-            await self._finished(job.id)
+        # The only user of its file has just started: every running job was interrupted. A shared store:
+        # only those whose lease expired (the others' servers are alive).
+        await self._recover(everyone=not self.store.shared)
         self._tasks = [
             asyncio.create_task(self._run(), name=f"job-worker-{n}") for n in range(self.settings.concurrency)
         ]
+        self._leases = asyncio.create_task(self._heartbeat(), name="job-leases")
 
     async def stop(self) -> None:
         """Stop taking jobs; a job being decoded stops at its next window and is queued again."""
@@ -89,19 +97,22 @@ class Jobs:
             for task in late:  # still inside a window: cancelled, its job is queued again (_decode)
                 logger.warning("a job did not stop within JOBS_STOP_TIMEOUT_S; queued again, its window dropped")
                 task.cancel()
-        for task in self._callbacks:
+        await asyncio.gather(*self._tasks, return_exceptions=True)  # their jobs queued again, under their lease
+        others = [*self._callbacks, *([self._leases] if self._leases else [])]
+        for task in others:
             task.cancel()
-        await asyncio.gather(*self._tasks, *self._callbacks, return_exceptions=True)
+        await asyncio.gather(*others, return_exceptions=True)
         if self.store is not None:
             await anyio.to_thread.run_sync(self.store.close)
 
     def _sweep(self) -> tuple[int, int]:
         """Blocking: remove the uploads no job refers to; (how many, the bytes the others hold)."""
         kept, removed, used = self.store.input_paths(), 0, 0
+        written_before = time.time() - (SHARED_SWEEP_GRACE_S if self.store.shared else 0)
         for path in self.settings.uploads.iterdir():
             if not path.is_file():
                 continue
-            if str(path) in kept:
+            if str(path) in kept or path.stat().st_mtime > written_before:
                 used += path.stat().st_size
             else:
                 path.unlink(missing_ok=True)
@@ -154,7 +165,8 @@ class Jobs:
     async def _run(self) -> None:
         while not self._stopping:
             try:
-                job = await anyio.to_thread.run_sync(self.store.claim_next) if self.service.ready else None
+                job = (await anyio.to_thread.run_sync(self.store.claim_next, self.owner, self.settings.lease_s)
+                       if self.service.ready else None)
                 if job is None:
                     await self._expire()
                     await self._sleep()
@@ -185,18 +197,22 @@ class Jobs:
         except asyncio.CancelledError:  # the worker itself was cancelled: the job is not lost
             context.cancel(SHUTDOWN)
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self.store.requeue, job.id)
+                await anyio.to_thread.run_sync(self.store.requeue, job.id, self.owner)
             raise
         finally:
             self.running.pop(job.id, None)
         if outcome is None:  # stopped for the shutdown
             logger.info("job %s stopped for the shutdown after %d windows; queued again", job.id,
                         context.progress.windows_done)
-            await anyio.to_thread.run_sync(self.store.requeue, job.id)
+            await anyio.to_thread.run_sync(self.store.requeue, job.id, self.owner)
             return
         status, body = outcome
-        await anyio.to_thread.run_sync(self.store.succeed if status == "succeeded" else self.store.fail, job.id, body)
-        await self._finished(job.id)
+        finish = self.store.succeed if status == "succeeded" else self.store.fail
+        if await anyio.to_thread.run_sync(finish, job.id, body, self.owner):
+            await self._finished(job.id)
+        else:  # deleted, or its lease went to another server (this one stalled): that one finishes it
+            logger.info("job %s: no longer this server's (deleted or taken over), stopped after %d of %s windows; "
+                        "its outcome dropped", job.id, context.progress.windows_done, context.progress.windows_total)
 
     async def _outcome(self, job: Job, context: DecodeContext) -> tuple[str, dict] | None:
         """("succeeded", result) or ("failed", error); None when the shutdown stopped the decode."""
@@ -239,6 +255,32 @@ class Jobs:
     async def _expire(self) -> None:
         for job in await anyio.to_thread.run_sync(self.store.expire, self.settings.ttl_s):
             await self.remove_upload(Path(job.input_path))
+        await self._recover(everyone=False)
+
+    async def _recover(self, everyone: bool) -> None:
+        """Queue again the running jobs whose server is gone (``everyone``: all running ones), failing
+        those interrupted JOBS_MAX_ATTEMPTS times."""
+        requeued, failed = await anyio.to_thread.run_sync(
+            lambda: self.store.recover(self.settings.max_attempts, everyone=everyone))
+        if requeued or failed:
+            logger.info("jobs of a stopped server: %d queued again, %d failed (interrupted too often)",
+                        requeued, len(failed))
+        for job in failed:
+            await self._finished(job.id)
+
+    async def _heartbeat(self) -> None:
+        """Renew this server's leases well before they expire; stop the jobs it no longer holds."""
+        every = min(self.settings.poll_s, self.settings.lease_s / 3)
+        while True:  # until stop() cancels it, once the workers have queued their jobs again
+            await asyncio.sleep(every)
+            ids = list(self.running)
+            try:
+                held = await anyio.to_thread.run_sync(self.store.renew, self.owner, ids, self.settings.lease_s)
+            except Exception as exc:  # the database is away: the leases may lapse, the jobs then run elsewhere
+                logger.error("job leases not renewed", exc_info=exc)
+                continue
+            for job_id in set(ids) - held:
+                self.cancel(job_id)
 
 
 def _remove(path: Path) -> int:

@@ -56,7 +56,8 @@ def create_app(
     service = InferenceService(settings, handler, load, job_slots=job_slots)
     jobs = Jobs(job_settings, service) if job_settings.enabled else None
     api_keys = [key.get_secret_value() for key in settings.api_keys]
-    redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys])
+    redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys,
+                       *job_settings.secrets()])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):

@@ -1,0 +1,148 @@
+"""The job store's rules, the same tests on both implementations: SQLite (a file) and PostgreSQL (a
+real cluster, tests/postgres_server.py). Leases, recovery, finishing once, concurrent claims and
+schema migration; and the JOBS_DB values the server refuses to start with."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.serving_helpers import free_port
+from whisper_endpoint.jobs import JobSettings, open_store, schema
+from whisper_endpoint.jobs.settings import StoreUrlError
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request, tmp_path):
+    """A fresh database of each kind: what ``open_store`` takes."""
+    if request.param == "sqlite":
+        return tmp_path / "jobs.sqlite"
+    return request.getfixturevalue("postgres").new_database()
+
+
+@pytest.fixture
+def store(db):
+    opened = open_store(db)
+    yield opened
+    opened.close()
+
+
+def test_store_expires_finished_jobs_and_gives_up_on_jobs_interrupted_too_often(store):
+    for name in ("done", "crashy", "waiting"):
+        store.add(name, "audio/flac", {}, f"/x/{name}", None)
+    assert store.claim_next("a", 30).id == "done"
+    assert store.succeed("done", {"text": "x"}, "a")
+    finished_at = store.get("done").finished_at
+    assert store.expire(ttl_s=60, now=finished_at + 30) == []
+    assert [job.id for job in store.expire(ttl_s=60, now=finished_at + 61)] == ["done"]
+    assert store.get("done") is None
+    assert store.claim_next("a", 30).id == "crashy"  # claimed, then the process dies
+    assert store.recover(max_attempts=2, everyone=True) == (1, [])
+    assert store.claim_next("a", 30).id == "crashy"  # and dies again
+    requeued, failed = store.recover(max_attempts=2, everyone=True)
+    assert requeued == 0 and [job.id for job in failed] == ["crashy"]
+    assert store.get("crashy").error["code"] == "interrupted"
+    assert store.get("waiting").status == "queued"  # never touched by recovery
+
+
+def test_a_lease_keeps_a_job_on_its_server_until_it_expires_and_only_its_holder_finishes_it(store):
+    store.add("j", "audio/flac", {}, "/x/j", None)
+    first = store.claim_next("a", lease_s=10)
+    assert first.attempts == 1 and store.claim_next("b", 10) is None  # running: nobody else takes it
+    assert store.recover(3, now=first.started_at + 5) == (0, [])  # the lease holds
+    assert store.renew("a", ["j"], 20) == {"j"} and store.renew("b", ["j"], 20) == set()
+    assert store.recover(3, now=first.started_at + 12) == (0, [])  # renewed for 20 s: it holds past the first 10
+    assert store.recover(3, now=first.started_at + 30) == (1, [])  # a died: queued again
+    second = store.claim_next("b", 10)
+    assert (second.id, second.attempts) == ("j", 2)
+    assert store.renew("a", ["j"], 10) == set()  # a (stalled, not dead) learns it lost the job
+    assert not store.succeed("j", {"text": "late"}, "a") and not store.fail("j", {"error": "x"}, "a")
+    store.requeue("j", "a")  # a's shutdown cannot take it back from b either
+    assert store.get("j").status == "running"
+    assert store.succeed("j", {"text": "b's"}, "b") and not store.succeed("j", {"text": "again"}, "b")
+    assert store.get("j").result == {"text": "b's"}
+
+
+def test_concurrent_claims_from_two_connections_take_every_job_once(db):
+    stores = [open_store(db), open_store(db)]
+    try:
+        for n in range(40):
+            stores[0].add(f"j{n:02d}", "audio/flac", {}, f"/x/{n}", None)
+
+        def drain(index: int) -> list[str]:
+            taken = []
+            while (job := stores[index % 2].claim_next(f"worker{index}", 30)) is not None:
+                taken.append(job.id)
+            return taken
+
+        with ThreadPoolExecutor(4) as pool:
+            claims = [job for taken in pool.map(drain, range(4)) for job in taken]
+    finally:
+        for opened in stores:
+            opened.close()
+    assert sorted(claims) == [f"j{n:02d}" for n in range(40)]
+
+
+def test_servers_starting_at_once_create_the_schema_once(db):
+    barrier = threading.Barrier(4)
+
+    def start(_):
+        barrier.wait()
+        opened = open_store(db)
+        opened.close()
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(start, range(4)))
+    opened = open_store(db)
+    try:
+        rows, _ = opened._run("SELECT version FROM schema_version")
+        assert rows == [{"version": schema.VERSION}]
+    finally:
+        opened.close()
+
+
+def test_a_database_from_before_the_version_table_is_migrated_with_its_jobs(tmp_path):
+    path = tmp_path / "old.sqlite"
+    old = sqlite3.connect(path)
+    old.executescript(schema.MIGRATIONS[0][0].format(real="REAL") + ";")
+    old.execute("INSERT INTO jobs (id, status, media_type, parameters, input_path, created_at) "
+                "VALUES ('old', 'queued', 'audio/flac', '{}', '/x/old', 1.0)")
+    old.commit()
+    old.close()
+    store = open_store(path)
+    try:
+        assert store.claim_next("a", 30).id == "old" and store.renew("a", ["old"], 30) == {"old"}
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("url, says", [
+    ("mysql://u:hunter2pass@db/jobs", "not mysql://"),
+    ("postgresql://u:hunter2pass@db/jobs", "needs JOBS_UPLOAD_DIR"),
+])
+def test_a_database_url_the_store_cannot_serve_is_refused_naming_it(tmp_path, url, says):
+    with pytest.raises(StoreUrlError, match=says) as refused:
+        JobSettings(db=url)
+    assert "JOBS_DB=" in str(refused.value) and "hunter2pass" not in str(refused.value)
+    assert not (tmp_path / "mysql:").exists()
+
+
+def test_a_server_with_such_a_url_does_not_start(tmp_path):
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT),
+           "PORT": str(free_port()), "HOST": "127.0.0.1", "JOBS_DB": "mysql://u:hunter2pass@db/jobs"}
+    done = subprocess.run([sys.executable, "-m", "whisper_endpoint.serving"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0 and "JOBS_DB=mysql://u:***@db/jobs" in output, output
+    assert "hunter2pass" not in output and list(tmp_path.iterdir()) == []  # no folder made for it either
+
+
+def test_a_postgresql_url_selects_postgresql(tmp_path):
+    settings = JobSettings(db="postgresql://u@host/db", upload_dir=tmp_path)
+    assert settings.db == "postgresql://u@host/db" and settings.uploads == tmp_path

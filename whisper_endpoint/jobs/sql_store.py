@@ -1,0 +1,141 @@
+"""The job store's statements, written once for SQLite and PostgreSQL (``?`` placeholders, portable
+SQL); each database's class (``sqlite_store``, ``postgres_store``) says how to connect and run them.
+
+States: ``queued`` -> ``running`` -> ``succeeded`` | ``failed``; ``running`` -> ``queued`` when the
+server stops it to shut down, or when its lease expires. A server running a job holds a lease on it
+(``lease_owner``, ``lease_expires``) and renews it while the job runs; a job whose lease expired (its
+server died, SIGKILL and all) is queued again by any server, or failed once it has been started
+``max_attempts`` times. A job finishes only for the server holding its lease, so it finishes once
+(one callback) even when a stalled server's lease was taken over. Every change is one statement.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+
+from whisper_endpoint.jobs.job import FAILED, QUEUED, RUNNING, SUCCEEDED, Job
+
+
+class SqlJobStore:
+    """The shared logic; subclasses implement ``_run`` and ``close`` and say ``shared`` and ``_claimed``."""
+
+    shared = False  # several servers may use this store at once (else: one process, and start-up recovers all)
+    _claimed = ""  # the subquery that picks (and locks) the oldest queued job's id
+
+    def _run(self, sql: str, params: tuple = ()) -> tuple[list[dict], int]:
+        """Run one statement in its own transaction: (the rows it returns, the rows it changed)."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def _rows(self, sql: str, params: tuple = ()) -> list[Job]:
+        return [Job.from_row(row) for row in self._run(sql, params)[0]]
+
+    def _one(self, sql: str, params: tuple = ()) -> Job | None:
+        rows = self._rows(sql, params)
+        return rows[0] if rows else None
+
+    def add(self, job_id: str, media_type: str, parameters: dict, input_path: str, callback_url: str | None) -> Job:
+        return self._one(
+            "INSERT INTO jobs (id, status, media_type, parameters, input_path, callback_url, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *",
+            (job_id, QUEUED, media_type, json.dumps(parameters), input_path, callback_url, time.time()),
+        )
+
+    def get(self, job_id: str) -> Job | None:
+        return self._one("SELECT * FROM jobs WHERE id = ?", (job_id,))
+
+    def count(self, status: str) -> int:
+        return self._run("SELECT COUNT(*) AS n FROM jobs WHERE status = ?", (status,))[0][0]["n"]
+
+    def claim_next(self, owner: str, lease_s: float) -> Job | None:
+        """The oldest queued job, now running under ``owner``'s lease (one statement: two workers, of one
+        server or of two, never take the same job)."""
+        now = time.time()
+        return self._one(
+            "UPDATE jobs SET status = ?, attempts = attempts + 1, started_at = ?, lease_owner = ?, "
+            f"lease_expires = ? WHERE id = ({self._claimed}) AND status = ? RETURNING *",
+            (RUNNING, now, owner, now + lease_s, QUEUED, QUEUED),
+        )
+
+    def renew(self, owner: str, job_ids: Iterable[str], lease_s: float) -> set[str]:
+        """Extend ``owner``'s leases on ``job_ids``; returns those it still holds (a job missing was
+        deleted, or its lease expired and it went to another server: stop it)."""
+        ids = list(job_ids)
+        if not ids:
+            return set()
+        marks = ", ".join("?" * len(ids))
+        rows, _ = self._run(
+            f"UPDATE jobs SET lease_expires = ? WHERE lease_owner = ? AND status = ? AND id IN ({marks}) RETURNING id",
+            (time.time() + lease_s, owner, RUNNING, *ids),
+        )
+        return {row["id"] for row in rows}
+
+    def succeed(self, job_id: str, result: dict, owner: str) -> bool:
+        """Store the result if ``owner`` still holds the job; False when it does not (deleted, taken over)."""
+        return self._finish(job_id, owner, SUCCEEDED, result=json.dumps(result, default=_plain))
+
+    def fail(self, job_id: str, error: dict, owner: str) -> bool:
+        return self._finish(job_id, owner, FAILED, error=json.dumps(error))
+
+    def _finish(self, job_id: str, owner: str, status: str, result: str | None = None, error: str | None = None) -> bool:
+        return self._run(
+            "UPDATE jobs SET status = ?, finished_at = ?, result = ?, error = ?, lease_owner = NULL, "
+            "lease_expires = NULL WHERE id = ? AND status = ? AND lease_owner = ?",
+            (status, time.time(), result, error, job_id, RUNNING, owner),
+        )[1] == 1
+
+    def requeue(self, job_id: str, owner: str) -> None:
+        """A running job the server stopped itself (shutdown): queued again, this start not counted."""
+        self._run(
+            "UPDATE jobs SET status = ?, started_at = NULL, lease_owner = NULL, lease_expires = NULL, "
+            "attempts = CASE WHEN attempts > 0 THEN attempts - 1 ELSE 0 END "
+            "WHERE id = ? AND status = ? AND lease_owner = ?",
+            (QUEUED, job_id, RUNNING, owner),
+        )
+
+    def set_callback_status(self, job_id: str, status: str) -> None:
+        self._run("UPDATE jobs SET callback_status = ? WHERE id = ?", (status, job_id))
+
+    def recover(self, max_attempts: int, *, everyone: bool = False, now: float | None = None) -> tuple[int, list[Job]]:
+        """Running jobs whose lease has expired (``everyone``: all running jobs, when this process is the
+        store's only user and has just started): (how many queued again, those failed for having been
+        interrupted ``max_attempts`` times)."""
+        cutoff = float("inf") if everyone else (now if now is not None else time.time())
+        error = json.dumps({
+            "error": f"the server stopped while running this job {max_attempts} times; not retried again",
+            "code": "interrupted", "status": 500,
+        })
+        expired = "status = ? AND COALESCE(lease_expires, 0) < ?"
+        failed = self._rows(
+            "UPDATE jobs SET status = ?, finished_at = ?, error = ?, lease_owner = NULL, lease_expires = NULL "
+            f"WHERE {expired} AND attempts >= ? RETURNING *",
+            (FAILED, time.time(), error, RUNNING, cutoff, max_attempts),
+        )
+        requeued = self._run(
+            f"UPDATE jobs SET status = ?, started_at = NULL, lease_owner = NULL, lease_expires = NULL WHERE {expired}",
+            (QUEUED, RUNNING, cutoff),
+        )[1]
+        return requeued, failed
+
+    def input_paths(self) -> set[str]:
+        return {row["input_path"] for row in self._run("SELECT input_path FROM jobs")[0]}
+
+    def delete(self, job_id: str) -> Job | None:
+        return self._one("DELETE FROM jobs WHERE id = ? RETURNING *", (job_id,))
+
+    def expire(self, ttl_s: float, now: float | None = None) -> list[Job]:
+        """Delete finished jobs older than ``ttl_s``; returns them (their uploads are the caller's)."""
+        cutoff = (now if now is not None else time.time()) - ttl_s
+        return self._rows(
+            "DELETE FROM jobs WHERE status IN (?, ?) AND finished_at < ? RETURNING *", (SUCCEEDED, FAILED, cutoff)
+        )
+
+
+def _plain(value):
+    if hasattr(value, "tolist"):  # numpy scalars in a handler result
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
