@@ -168,7 +168,7 @@ class ModelPool:
             except Exception as exc:
                 message = f"the model {slot.entry.name!r} failed to load" + (
                     f": {exc.message}" if isinstance(exc, EndpointError) else " (see the server log)")
-                logger.error("loading %s failed", slot.entry.name, exc_info=not isinstance(exc, EndpointError))
+                logger.error("model loading failed: %s", message, exc_info=not isinstance(exc, EndpointError))
                 slot.failed = (time.monotonic(), message)
                 raise NotReadyError(message, code="model_load_failed", retry_after=int(RETRY_LOAD_S)) from exc
             slot.load_seconds, slot.failed = round(time.perf_counter() - started, 3), None
