@@ -92,20 +92,18 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
 
 def _chosen_model(name: str, settings, *, ray: bool):
     """The settings of the ASR_MODELS entry ``name`` (OpenAI's names and the first entry: the default)."""
-    from whisper_endpoint.serving.model_pool import ModelPool
+    from whisper_endpoint.serving.model_pool import resolve
     from whisper_endpoint.serving.service import model_entries
     from whisper_endpoint.serving.settings import ServerSettings
 
-    entries = model_entries(ServerSettings())
+    entries = {entry.name: entry for entry in model_entries(ServerSettings())}
     try:
-        chosen = ModelPool(entries, load=lambda entry: None, pinned=[]).resolve(name)
+        entry = entries[resolve(list(entries), name)]
     except EndpointError as exc:
         raise InputError(f"--param model: {exc.message}") from None
-    entry = next(entry for entry in entries if entry.name == chosen)
-    if ray and entry is not entries[0]:
+    if ray and entry is not next(iter(entries.values())):
         raise InputError("--param model with --ray: set ASR_MODEL (and ASR_BACKEND) for the cluster's workers instead")
-    update = {"asr_model": entry.reference, "asr_backend": entry.asr_backend, "compute_type": entry.compute_type}
-    return settings.model_copy(update={key: value for key, value in update.items() if value is not None})
+    return settings.model_copy(update=entry.settings_update())
 
 
 if __name__ == "__main__":

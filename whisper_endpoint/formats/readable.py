@@ -251,9 +251,14 @@ def words_of(result: dict) -> list[Word]:
 
 
 def _word(chunk: dict, speaker: str | None) -> Word:
-    start, end = chunk["timestamp"]
+    return Word(*span_times(chunk["timestamp"]), chunk["text"], speaker)
+
+
+def span_times(timestamp) -> tuple[float, float]:
+    """A chunk's ``[start, end]`` as seconds: a missing start is 0, a missing end its start."""
+    start, end = timestamp
     start = float(start or 0.0)
-    return Word(start, float(end if end is not None else start), chunk["text"], speaker)
+    return start, float(end if end is not None else start)
 
 
 _TOKEN = re.compile(r"\s*[^\s\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]+|\s*[\u3000-\u9fff\uac00-\ud7af\uff00-\uffef]")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from whisper_endpoint.config import SubtitleOptions
 from whisper_endpoint.formats.readable import Cue as Subtitle
-from whisper_endpoint.formats.readable import readable_cues, words_of
+from whisper_endpoint.formats.readable import readable_cues, span_times, words_of
 
 Cue = tuple[float, float, str, "str | None"]  # start, end, text, speaker
 
@@ -24,10 +24,9 @@ def cues(result: dict) -> list[Cue]:
         segments = result["segments"] if "segments" in result else result["chunks"]
         lines = [(chunk["timestamp"], chunk["text"], None) for chunk in segments]
     out = []
-    for (start, end), text, speaker in lines:
+    for timestamp, text, speaker in lines:
         if text.strip():
-            start = float(start or 0.0)
-            out.append((start, float(end if end is not None else start), text.strip(), speaker))
+            out.append((*span_times(timestamp), text.strip(), speaker))
     return out
 
 

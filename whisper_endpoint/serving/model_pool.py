@@ -59,6 +59,11 @@ class ModelEntry(BaseModel):
             raise ValueError(f"{text!r} is not [name=]reference[?backend=...&compute_type=...]")
         return cls(name=name.strip(), reference=reference.strip(), **options)
 
+    def settings_update(self) -> dict:
+        """What this entry sets in ``ModelSettings``: its model, and its backend and compute type if given."""
+        update = {"asr_model": self.reference, "asr_backend": self.asr_backend, "compute_type": self.compute_type}
+        return {key: value for key, value in update.items() if value is not None}
+
 
 def parse_models(value) -> list[ModelEntry]:
     """``ASR_MODELS``: comma-separated entries (or a list of them); names distinct, none of them whisper-1."""
@@ -75,6 +80,16 @@ def parse_models(value) -> list[ModelEntry]:
 
 class UnknownModelError(NotFoundError):
     code = "model_not_found"
+
+
+def resolve(names: list[str], name: str | None) -> str:
+    """The configured name a request's ``model`` means (none or one of OpenAI's: the first); 404 otherwise."""
+    if name in names:
+        return name
+    if name in (None, "") or name in OPENAI_MODELS:
+        return names[0]
+    raise UnknownModelError(f"the model {str(name)[:100]!r} does not exist here; this server has "
+                            f"{', '.join(names)} ({OPENAI_DEFAULT} means {names[0]})")
 
 
 @dataclass
@@ -114,13 +129,7 @@ class ModelPool:
         return list(self._slots)
 
     def resolve(self, name: str | None) -> str:
-        """The configured name a request's ``model`` means (none or one of OpenAI's: the default); 404 otherwise."""
-        if name in self._slots:
-            return name
-        if name in (None, "") or name in OPENAI_MODELS:
-            return self.default
-        raise UnknownModelError(f"the model {str(name)[:100]!r} does not exist here; this server has "
-                                f"{', '.join(self._slots)} ({OPENAI_DEFAULT} means {self.default})")
+        return resolve(self.names, name)
 
     def loaded(self, name: str) -> bool:
         return self._slots[name].handler is not None

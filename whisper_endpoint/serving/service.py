@@ -47,8 +47,7 @@ class HandlerLoader:
         from whisper_endpoint.config import ModelSettings
         from whisper_endpoint.handler import EndpointHandler
 
-        update = {"asr_model": entry.reference, "asr_backend": entry.asr_backend, "compute_type": entry.compute_type}
-        model = ModelSettings(**{key: value for key, value in update.items() if value is not None})
+        model = ModelSettings(**entry.settings_update())
         handler = EndpointHandler(path=self.settings.model_dir, settings=model.with_workers_for(self.decodes),
                                   speakers_from=self._speakers)
         if self._speakers is None:

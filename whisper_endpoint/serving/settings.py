@@ -134,13 +134,6 @@ class ServerSettings(BaseSettings):
         description="Bearer keys accepted on the inference routes; empty: no authentication.",
     )
 
-    @field_validator("asr_models", "preload_models", mode="before")
-    @classmethod
-    def _split_names(cls, value):
-        if isinstance(value, str):
-            return [item.strip() for item in value.split(",") if item.strip()]
-        return value
-
     @field_validator("asr_models")
     @classmethod
     def _valid_models(cls, entries: list[str]):
@@ -149,11 +142,11 @@ class ServerSettings(BaseSettings):
         parse_models(entries)  # a bad entry is a start-up error naming it
         return entries
 
-    @field_validator("api_keys", mode="before")
+    @field_validator("api_keys", "asr_models", "preload_models", mode="before")
     @classmethod
-    def _split_keys(cls, value):
+    def _comma_separated(cls, value):
         if isinstance(value, str):
-            return [key.strip() for key in value.split(",") if key.strip()]
+            return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
     @field_validator("api_keys")
