@@ -35,7 +35,7 @@ AGENT, CALLER = "asterisk_all-circuits-busy-now.flac", "asterisk_vm-next.flac"
 
 
 def _samples(path: Path, start_s: float = 0.0, end_s: float | None = None) -> np.ndarray:
-    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.audio.decode import decode_file
 
     samples = decode_file(path.read_bytes(), max_seconds=3600).samples
     return samples[round(start_s * RATE): None if end_s is None else round(end_s * RATE)]
@@ -124,7 +124,7 @@ def _progress(handler, data: dict) -> dict:
 
 
 def _handlers() -> dict:
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
     cache = Path(os.environ.get("TEST_MODEL_CACHE", Path.home() / ".cache" / "whisper-endpoint"))

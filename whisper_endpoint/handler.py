@@ -1,11 +1,11 @@
 """``EndpointHandler(path)`` loads the models once; ``handler(data)`` runs one request.
 
-``handler.run(data, context)`` is the same with a ``DecodeContext`` (decode_context.py): the server
+``handler.run(data, context)`` is the same with a ``DecodeContext`` (core/decode_context.py): the server
 and the job worker use it for progress, deadlines and cancellation; ``handler(data)`` is what the
 platforms call.
 
 The request flow is one straight line: parse -> transcribe -> (diarize) -> render; a multichannel
-request runs the same transcribe -> (diarize) once per channel (``channels.py``). The repository's
+request runs the same transcribe -> (diarize) once per channel (``multichannel/channels.py``). The repository's
 root ``handler.py`` (what Inference Endpoints imports) re-exports this class.
 """
 
@@ -15,13 +15,15 @@ import logging
 import time
 from functools import partial
 
-from whisper_endpoint import channels, nonspeech, render, speaker_labels
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import load_asr_backend
-from whisper_endpoint.config import ModelSettings
-from whisper_endpoint.decode_context import DIARIZING, DecodeContext
-from whisper_endpoint.request import parse_request
-from whisper_endpoint.results import Transcript
+from whisper_endpoint.core.config import ModelSettings
+from whisper_endpoint.core.decode_context import DIARIZING, DecodeContext
+from whisper_endpoint.core.types import Transcript
+from whisper_endpoint.multichannel import channels
+from whisper_endpoint.pipeline import asr_step, render
+from whisper_endpoint.pipeline.request import parse_request
+from whisper_endpoint.speakers import labels as speaker_labels
 
 logger = logging.getLogger(__name__)
 
@@ -72,10 +74,10 @@ class EndpointHandler:
         """One mono signal: the transcript, and its ``speakers`` (and ``speaker_turns``) when diarized."""
         # Speakers are given word by word; the chunks still come as the request asked.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
-        transcript = nonspeech.transcribe(self.asr, samples, asr_config, context)
+        transcript = asr_step.transcribe(self.asr, samples, asr_config, context)
         if not diarize:
             return transcript, {}
-        if nonspeech.found_none(transcript):  # no speech, no speakers
+        if asr_step.found_none(transcript):  # no speech, no speakers
             return transcript, {"speakers": [], **({"speaker_turns": []} if config.return_speaker_turns else {})}
         context.stage(DIARIZING)  # diarization runs whole: a stop asked meanwhile is seen after it
         duration = len(samples) / TARGET_RATE

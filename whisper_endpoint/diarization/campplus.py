@@ -20,8 +20,8 @@ import torch.nn.functional as F
 import torchaudio.compliance.kaldi as kaldi
 from pyannote.audio import Model
 
+from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, network_code, segmentation_checkpoint
-from whisper_endpoint.errors import ModelLoadError
 
 __all__ = ["CamPlusPlusEmbedding", "campplus_checkpoint", "segmentation_checkpoint"]
 

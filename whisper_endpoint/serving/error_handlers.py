@@ -24,9 +24,9 @@ from whisper_endpoint.adapters.errors import (
     NotFoundError,
     with_param,
 )
-from whisper_endpoint.decode_context import DecodeStopped
-from whisper_endpoint.errors import ClientError, EndpointError, InvalidParameterError
-from whisper_endpoint.request import MAX_ERRORS_DESCRIBED, echoed
+from whisper_endpoint.core.decode_context import DecodeStopped
+from whisper_endpoint.core.errors import ClientError, EndpointError, InvalidParameterError
+from whisper_endpoint.pipeline.request import MAX_ERRORS_DESCRIBED, echoed
 
 logger = logging.getLogger(__name__)
 

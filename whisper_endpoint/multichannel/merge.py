@@ -14,9 +14,9 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from whisper_endpoint.render import chunks as render_chunks
-from whisper_endpoint.render import language_probability
-from whisper_endpoint.results import Transcript
+from whisper_endpoint.core.types import Transcript
+from whisper_endpoint.pipeline.render import chunks as render_chunks
+from whisper_endpoint.pipeline.render import language_probability
 
 
 @dataclass(frozen=True)
@@ -135,7 +135,7 @@ def _entry(turn: list[Spoken], with_words: bool, duration: float) -> dict:
 
 
 def _span(start: float, end: float, duration: float) -> list[float]:
-    # Whisper's last timestamp can overshoot the audio; never report time past its end (as render.py).
+    # Whisper's last timestamp can overshoot the audio; never report time past its end (as pipeline/render.py).
     return [round(min(start, duration), 3), round(min(end, duration), 3)]
 
 

@@ -23,8 +23,8 @@ from functools import partial
 
 from whisper_endpoint.backends.decoding_options import keep
 from whisper_endpoint.backends.speech import Speech, find_speech
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.results import Segment, Transcript
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.types import Segment, Transcript
 
 NO_SPEECH_MODE = "no speech"
 DEFAULT_THRESHOLD = InferenceConfig.model_fields["no_speech_threshold"].default

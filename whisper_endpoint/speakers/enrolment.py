@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from whisper_endpoint.audio import TARGET_RATE, decode_file
-from whisper_endpoint.config import KnownSpeaker, SpeakerName
-from whisper_endpoint.errors import (
+from whisper_endpoint.audio.decode import TARGET_RATE, decode_file
+from whisper_endpoint.core.config import KnownSpeaker, SpeakerName
+from whisper_endpoint.core.errors import (
     ClientError,
     InvalidInputError,
     InvalidParameterError,

@@ -11,7 +11,7 @@ with ``segments`` (the segment chunks) beside them.
 
 from __future__ import annotations
 
-from whisper_endpoint.results import Segment, Transcript, Word
+from whisper_endpoint.core.types import Segment, Transcript, Word
 
 CONFIDENCE_FIELDS = ("avg_logprob", "no_speech_prob", "compression_ratio", "temperature")
 

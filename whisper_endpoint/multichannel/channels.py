@@ -2,7 +2,7 @@
 
 Call centres and many meeting recorders put each party on its own channel; down-mixing throws that
 evidence away. Here the other parties' voices leaking into each channel are muted first
-(``crosstalk.py``), then each channel runs through the handler's own per-audio flow (ASR, with the VAD
+(``multichannel/crosstalk.py``), then each channel runs through the handler's own per-audio flow (ASR, with the VAD
 unless ``vad_filter`` says otherwise, and diarization only with ``diarize_channels: true``), and
 ``channel_merge`` puts the channels' results together in time order. A silent channel (peak under
 -60 dBFS once its leaks are muted) is not transcribed: it gives no words, and Whisper gets no chance
@@ -15,11 +15,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from whisper_endpoint.audio import Audio
-from whisper_endpoint.channel_merge import ChannelResult, response
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.crosstalk import gate_crosstalk
-from whisper_endpoint.results import Transcript
+from whisper_endpoint.audio.decode import Audio
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.types import Transcript
+from whisper_endpoint.multichannel.crosstalk import gate_crosstalk
+from whisper_endpoint.multichannel.merge import ChannelResult, response
 
 SILENCE_PEAK = 10 ** (-60 / 20)  # -60 dBFS; digital silence, or a line with nothing but hiss
 DUPLICATE_RATIO = 1e-3  # two channels whose difference is 30 dB under the signal hold the same audio

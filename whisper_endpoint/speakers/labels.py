@@ -3,9 +3,9 @@
 Diarization is off unless ``DIARIZATION_MODEL`` is set, as in the reference handler: ``embedded``
 (no account, no network), a Hub pipeline id (with ``HF_TOKEN``) or a local directory / config.yaml
 (``whisper_endpoint/diarization/``). When it is on, the ASR runs with word timestamps and every word
-gets the speaker whose turn covers it most (``whisper_endpoint/speaker_merge.py``); ``speakers`` in
+gets the speaker whose turn covers it most (``whisper_endpoint/speakers/merge.py``); ``speakers`` in
 the response is the list of consecutive runs of one speaker. Known speakers (``SPEAKERS_DIR``,
-``known_speakers``) rename the speakers they match (``speaker_names.py``) before the merge, so every
+``known_speakers``) rename the speakers they match (``speakers/names.py``) before the merge, so every
 format shows the names.
 """
 
@@ -15,11 +15,11 @@ import logging
 
 import numpy as np
 
-from whisper_endpoint import speaker_names
-from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
-from whisper_endpoint.results import SpeakerTurn, Transcript
-from whisper_endpoint.speaker_enrolment import read_speakers_dir, request_clips, voiceprints
-from whisper_endpoint.speaker_merge import lacks_words, merge_speakers
+from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.core.types import SpeakerTurn, Transcript
+from whisper_endpoint.speakers import names as speaker_names
+from whisper_endpoint.speakers.enrolment import read_speakers_dir, request_clips, voiceprints
+from whisper_endpoint.speakers.merge import lacks_words, merge_speakers
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def load_diarizer(settings, repository_path: str = ""):
     """
     if not settings.diarization_model:
         return None
-    from whisper_endpoint.device import resolve_device
+    from whisper_endpoint.core.device import resolve_device
     from whisper_endpoint.diarization import load_diarizer as load_backend
 
     token = settings.hf_token.get_secret_value() if settings.hf_token else None

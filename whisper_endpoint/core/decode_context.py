@@ -69,7 +69,7 @@ class DecodeContext:
         self.progress = Progress(DECODING, 0, 0)
         self.in_order = True  # False: the windows reported are not in time order (multichannel), no segments
         # What the listeners may see of the segments decoded so far: the response's own filter (the words
-        # over non-speech that nonspeech.py drops), so that streamed text is never text the response drops.
+        # over non-speech that pipeline/asr_step.py drops), so that streamed text is never text the response drops.
         self.keep: Callable[[tuple], tuple] | None = None
         self._listeners = list(listeners)
         self._reason: str | None = None
