@@ -13,12 +13,16 @@ from whisper_endpoint.speakers.merge import (
     LabeledWord,
     assign_speakers,
     merge_speakers,
-    segments_by_speaker,
     smooth,
     speaker_runs,
 )
 
 NAN = float("nan")
+
+
+def segments_by_speaker(segments, turns) -> list[dict]:
+    """The fallback without word times: each segment whole to its max-overlap speaker, nothing split."""
+    return speaker_runs(assign_speakers(segments, turns))
 
 
 def words_from(*spec):

@@ -40,7 +40,7 @@ class EndpointHandler:
         if speakers_from is not None:
             self.diarizer, self.voices = speakers_from.diarizer, speakers_from.voices
         else:
-            self.diarizer = speaker_labels.load_diarizer(self.settings, path)
+            self.diarizer = speaker_labels.diarizer_from_settings(self.settings, path)
             self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
 
@@ -58,7 +58,7 @@ class EndpointHandler:
             context.in_order = False  # the channels' windows one channel after another, not in time order
             diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
             return channels.respond(request.audio, config, request.warnings, partial(transcribe, diarize=diarize))
-        diarize = speaker_labels.wanted(self.diarizer, config, request.warnings)
+        diarize = speaker_labels.diarization_wanted(self.diarizer, config, request.warnings)
         transcript, extra = transcribe(request.audio.samples, config, request.warnings, diarize=diarize)
         return render.response(
             transcript,
@@ -74,7 +74,7 @@ class EndpointHandler:
         """One mono signal: the transcript, and its ``speakers`` (and ``speaker_turns``) when diarized."""
         # Speakers are given word by word; the chunks still come as the request asked.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
-        transcript = asr_step.transcribe(self.asr, samples, asr_config, context)
+        transcript = asr_step.transcribe_speech(self.asr, samples, asr_config, context)
         if not diarize:
             return transcript, {}
         if asr_step.found_none(transcript):  # no speech, no speakers

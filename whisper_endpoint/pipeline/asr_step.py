@@ -1,4 +1,5 @@
-"""No words over silence, noise or music (``drop_non_speech``, on by default).
+"""The request's ASR step: the backend's transcription, without words over silence, noise or music
+(``drop_non_speech``, on by default).
 
 Whisper decodes something from any audio: "you" from 30 s of digital silence, a repeated syllable
 from pink noise. Around the backend's transcription, on both backends and both decoding paths:
@@ -32,7 +33,7 @@ NO_SPEECH_WARNING = "no speech found: the voice activity detector heard none, so
                     "(drop_non_speech: false decodes it anyway)"
 
 
-def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcript:
+def transcribe_speech(asr, samples, config: InferenceConfig, context=None) -> Transcript:
     """``asr.transcribe(samples, config, context)`` without what it decoded over non-speech."""
     if not config.drop_non_speech:
         return asr.transcribe(samples, config, context)

