@@ -85,11 +85,9 @@ def test_segments_without_word_times_are_labelled_whole_and_said(diarizing):
     samples = decode_file(read_clip("asterisk_vm-next.flac"), max_seconds=60).samples
     config = InferenceConfig(return_timestamps="segment")
     transcript = diarizing.asr.transcribe(samples, config)  # segment times only: no words came with them
-    warnings = []
-    extra = speaker_labels.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000,
-                                          warnings)
-    assert " ".join(run["text"] for run in extra["speakers"]).split() == transcript.text.split()
-    assert "1 of 1 segments came without word times" in " ".join(warnings)
+    speakers = speaker_labels.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000)
+    assert " ".join(run["text"] for run in speakers.runs).split() == transcript.text.split()
+    assert "1 of 1 segments came without word times" in " ".join(speakers.warnings)
 
 
 def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):

@@ -55,3 +55,49 @@ class Transcript:
     @property
     def words(self) -> list[Word]:
         return [word for segment in self.segments for word in (segment.words or ())]
+
+
+def clamped(seconds: float, duration: float | None) -> float:
+    """A time as the response gives it: rounded to ms and never past the audio's end (Whisper's last
+    timestamp can overshoot it)."""
+    return round(seconds if duration is None else min(seconds, duration), 3)
+
+
+def span(start: float, end: float, duration: float | None) -> list[float]:
+    """``[start, end]`` as the response gives it (``clamped``)."""
+    return [clamped(start, duration), clamped(end, duration)]
+
+
+@dataclass
+class Speakers:
+    """The speaker step's result for one signal, in the response's terms (render.py names the keys)."""
+
+    runs: list[dict]  # consecutive words of one speaker: the response's ``speakers``
+    turns: list[dict] | None = None  # the diarization's turns (``return_speaker_turns``)
+    matches: list[dict] | None = None  # known speakers: which speaker took which name (``known_speakers``)
+    embeddings: dict | None = None  # ``return_speaker_embeddings``
+    warnings: list[str] = field(default_factory=list)  # the diarization's, and segments labelled whole
+
+
+@dataclass(frozen=True)
+class ChannelResult:
+    """One channel of a multichannel request, transcribed on its own."""
+
+    index: int
+    name: str
+    transcript: Transcript | None  # None: the channel was silent and not transcribed
+    speakers: Speakers | None = None  # its own speakers, when the channel was diarized
+
+
+@dataclass(frozen=True)
+class MergedChannels:
+    """The channels' results put together in time order (multichannel/merge.py)."""
+
+    channels: list[ChannelResult]
+    speakers: list[dict]  # every channel's turns in time order: the response's ``speakers``
+    main: Transcript | None  # the channel that said the most: its language is the response's
+    speaker_turns: list[dict] | None = None  # when asked
+
+    @property
+    def transcribed(self) -> list[ChannelResult]:
+        return [r for r in self.channels if r.transcript is not None]

@@ -43,11 +43,8 @@ def transcribe_speech(asr, samples, config: InferenceConfig, context=None) -> Tr
     threshold = config.no_speech_threshold
     if context is None:
         return keep_speech(asr.transcribe(samples, config), speech, threshold)
-    context.keep = partial(_over_speech_only, speech=speech, threshold=threshold)  # progress filtered alike
-    try:
-        return keep_speech(asr.transcribe(samples, config, context), speech, threshold)
-    finally:
-        context.keep = None
+    filtered = context.narrowed(keep=partial(_over_speech_only, speech=speech, threshold=threshold))  # progress alike
+    return keep_speech(asr.transcribe(samples, config, filtered), speech, threshold)
 
 
 def keep_speech(transcript: Transcript, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> Transcript:

@@ -16,7 +16,7 @@ import logging
 import numpy as np
 
 from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
-from whisper_endpoint.core.types import SpeakerTurn, Transcript
+from whisper_endpoint.core.types import SpeakerTurn, Speakers, Transcript, clamped
 from whisper_endpoint.speakers import names as speaker_names
 from whisper_endpoint.speakers.enrolment import read_speakers_dir, request_clips, voiceprints
 from whisper_endpoint.speakers.merge import lacks_words, merge_speakers
@@ -86,32 +86,31 @@ def diarization_wanted(diarizer, config, warnings: list[str]) -> bool:
 
 
 def label_speakers(
-    diarizer, samples, transcript: Transcript, config, duration: float, warnings: list[str],
-    voices: Voiceprints | None = None,
-) -> dict:
-    """Diarize the audio, name the known speakers, and merge: the response's ``speakers`` (and
-    ``speaker_turns``, ``speaker_matches``, ``speaker_embeddings`` when asked)."""
+    diarizer, samples, transcript: Transcript, config, duration: float, voices: Voiceprints | None = None,
+) -> Speakers:
+    """Diarize the audio, name the known speakers, and merge: the speakers' runs of words (and their
+    turns, the names matched, their embeddings when asked)."""
     diarization = diarizer.diarize(
         samples,
         num_speakers=config.num_speakers,
         min_speakers=config.min_speakers,
         max_speakers=config.max_speakers,
     )
-    warnings.extend(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
-    extra: dict = {}
+    warnings = list(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
+    named, embeddings = None, None
     turns, exclusive = diarization.turns, diarization.exclusive
     if voices or config.return_speaker_embeddings:
         centroids = speaker_names.centroids(diarization.embeddings, exclusive, samples, diarizer.embed_voice)
         matches = speaker_names.match(centroids, voices) if voices else []
         turns, exclusive = speaker_names.renamed(turns, matches), speaker_names.renamed(exclusive, matches)
-        names = {found.speaker: found.name for found in matches}
+        names = {match.speaker: match.name for match in matches}
         if voices:
-            extra["speaker_matches"] = [vars(found) for found in matches]
+            named = [vars(match) for match in matches]
         if config.return_speaker_embeddings:
-            extra["speaker_embeddings"] = {"model": diarizer.embedding_model, "speakers": {
+            embeddings = {"model": diarizer.embedding_model, "speakers": {
                 names.get(label, label): [round(float(x), 6) for x in vector] for label, vector in centroids.items()}}
     # The exclusive diarization (one speaker at a time) suits word labels; overlaps would need two.
-    extra["speakers"] = merge_speakers(
+    runs = merge_speakers(
         transcript.segments, exclusive, with_words=config.return_speaker_words, duration=duration
     )
     untimed = sum(map(lacks_words, transcript.segments))
@@ -121,14 +120,18 @@ def label_speakers(
             f"{untimed} of {spoken} segments came without word times: each went whole to the speaker who "
             "overlaps it most; the other segments were labelled word by word"
         )
-    if config.return_speaker_turns:
-        extra["speaker_turns"] = [_turn(turn, duration) for turn in turns]
-    return extra
+    listed = [_turn(turn, duration) for turn in turns] if config.return_speaker_turns else None
+    return Speakers(runs, turns=listed, matches=named, embeddings=embeddings, warnings=warnings)
+
+
+def no_speakers(config) -> Speakers:
+    """What the speaker step gives when the VAD found no speech: nobody (and no turns, when asked)."""
+    return Speakers(runs=[], turns=[] if config.return_speaker_turns else None)
 
 
 def _turn(turn: SpeakerTurn, duration: float) -> dict:
     return {
-        "start": round(min(turn.start, duration), 3),
-        "end": round(min(turn.end, duration), 3),
+        "start": clamped(turn.start, duration),
+        "end": clamped(turn.end, duration),
         "speaker": turn.speaker,
     }
