@@ -6,8 +6,9 @@
 The requests run through ``EndpointHandler`` on the repository's own audio, on tiny.en (CTranslate2) with
 and without the embedded diarization: mono, word timestamps with confidence, segments with confidence,
 diarized (speaker turns, words), known speakers (with embeddings), multichannel (plain and diarized), no
-speech (silence, noise, diarized silence), speaker options on an endpoint without diarization, and a
-request's progress reports (``DecodeContext`` listeners), mono and multichannel. Each response is written
+speech (silence, noise, diarized silence), speaker options on an endpoint without diarization, warnings
+from several steps (a speaker count the diarizer cannot reach, dual mono channels), and a request's
+progress reports (``DecodeContext`` listeners), mono and multichannel. Each response is written
 as ``NAME.json`` with sorted keys; the comparison is of those bytes. CPU only, about a minute.
 """
 
@@ -69,6 +70,7 @@ def requests() -> dict[str, tuple[str, dict]]:
     clip = (CLIPS / AGENT).read_bytes()
     meeting = _samples(MEETING, 0.0, MEETING_S)
     stereo = _wav(_call())
+    dual_mono = _wav(np.stack([_call()[0]] * 2))
     noise = np.random.default_rng(0).normal(0, 0.05, 4 * RATE).astype(np.float32)
     silence = _wav(np.zeros(4 * RATE, np.float32))
     # Known voices cut from later in the meeting (not in the 16 s transcribed).
@@ -108,6 +110,11 @@ def requests() -> dict[str, tuple[str, dict]]:
             "known_speakers": known, "return_speaker_embeddings": True, "return_speaker_turns": True}}),
         "multichannel_diarized": ("diarizing", {"inputs": stereo, "parameters": {
             "multichannel": True, "diarize_channels": True, "return_speaker_turns": True, **words}}),
+        # Warnings from several steps at once: the diarizer's (a speaker count it cannot reach) and the
+        # channels' (dual mono), each said once.
+        "diarized_min_speakers": ("diarizing", {"inputs": _wav(meeting), "parameters": {"min_speakers": 4}}),
+        "multichannel_dual_mono_diarized": ("diarizing", {"inputs": dual_mono, "parameters": {
+            "multichannel": True, "diarize_channels": True, "min_speakers": 3, "no_such_option": 1}}),
     }
 
 
