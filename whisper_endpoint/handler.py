@@ -73,12 +73,14 @@ class EndpointHandler:
         context = context.narrowed(in_order=False)  # the channels' windows one channel after another
         diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
         channel_config = channels.channel_config(config)
-        results = [
-            ChannelResult(channel.index, channel.name, None) if channel.samples is None else ChannelResult(
-                channel.index, channel.name,
-                *self._transcribe(channel.samples, channel_config, diarize=diarize, context=context, voices=voices))
-            for channel in channels.split_channels(request.audio, config, request.warnings)
-        ]
+        results = []
+        for channel in channels.split_channels(request.audio, config, request.warnings):
+            if channel.samples is None:  # silent: no words, and no chance for Whisper to make some up
+                results.append(ChannelResult(channel.index, channel.name, None))
+                continue
+            transcript, speakers = self._transcribe(channel.samples, channel_config, diarize=diarize,
+                                                    context=context, voices=voices)
+            results.append(ChannelResult(channel.index, channel.name, transcript, speakers))
         duration = request.audio.duration
         merged = merge_channels(results, duration=duration, with_words=config.return_speaker_words,
                                 turns=config.return_speaker_turns)
