@@ -63,6 +63,7 @@ class _Shared:
 
     progress: Progress
     listeners: list[Listener]
+    deadline: float | None  # time.monotonic() at which the decode stops (None: no deadline)
     reason: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -81,10 +82,10 @@ class DecodeContext:
                  listeners: tuple[Listener, ...] = (), in_order: bool = True,
                  keep: Callable[[tuple], tuple] | None = None):
         self.started = time.monotonic()
-        self.deadline = self.started + timeout_s if timeout_s else None
         self.timeout_s, self.timeout_setting = timeout_s, timeout_setting
         self.in_order, self.keep = in_order, keep
-        self._shared = _Shared(Progress(DECODING, 0, 0), list(listeners))
+        self._shared = _Shared(Progress(DECODING, 0, 0), list(listeners),
+                               self.started + timeout_s if timeout_s else None)
 
     def narrowed(self, *, in_order: bool | None = None, keep: Callable[[tuple], tuple] | None = None) -> DecodeContext:
         """The same request's context (listeners, deadline, stop signal, progress) for one step, whose
@@ -97,6 +98,14 @@ class DecodeContext:
     @property
     def progress(self) -> Progress:
         return self._shared.progress
+
+    @property
+    def deadline(self) -> float | None:
+        return self._shared.deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self._shared.deadline = value
 
     def listen(self, listener: Listener) -> None:
         self._shared.listeners.append(listener)
