@@ -18,13 +18,10 @@ A context is used by one request at a time; ``cancel`` may be called from any th
 from __future__ import annotations
 
 import copy
-import logging
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-logger = logging.getLogger(__name__)
 
 # Stages a decode goes through (``Progress.stage``).
 DECODING, DIARIZING = "decoding", "diarizing"

@@ -11,8 +11,6 @@ format shows the names.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
@@ -20,8 +18,6 @@ from whisper_endpoint.core.types import SpeakerTurn, Speakers, Transcript, clamp
 from whisper_endpoint.speakers import names as speaker_names
 from whisper_endpoint.speakers.enrolment import read_speakers_dir, request_clips, voiceprints
 from whisper_endpoint.speakers.merge import lacks_words, merge_speakers
-
-logger = logging.getLogger(__name__)
 
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speaker_turns", "return_speaker_words",
                    "return_speaker_embeddings")
