@@ -12,7 +12,7 @@ THREADS = 1  # one thread everywhere: the machine has 2 cores shared with other 
 
 
 def settings(model: str, **values):
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
 
     values.setdefault("cpu_threads", THREADS)
     # The items compare batch sizes up to 24 with the raw backends at 24: the CPU default cap (8) would
@@ -38,13 +38,13 @@ def ask(handler_, audio: np.ndarray, **parameters) -> dict:
 
 
 def ctranslate2_dir(model: str) -> Path:
-    from whisper_endpoint import embedded
+    from whisper_endpoint.weights import embedded
 
     return embedded.assemble(embedded.lookup(model), settings(model).model_cache_dir)
 
 
 def transformers_dir(model: str) -> Path:
-    from whisper_endpoint.convert import converted_model_dir
+    from whisper_endpoint.weights.convert import converted_model_dir
 
     return converted_model_dir(ctranslate2_dir(model), settings(model).model_cache_dir)
 

@@ -36,7 +36,7 @@ echo "installed in the layered venv (over $BASE):"
 export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 MODEL_CACHE_DIR="$WORK/models" TEST_MODEL_CACHE="$WORK/models"
 status=0  # a failed conversion (transformers) is a finding too: the tests still run and say the rest
-"$VENV/bin/python" -m whisper_endpoint.embedded tiny.en base || { status=1; echo "model assembly failed" >&2; }
+"$VENV/bin/python" -m whisper_endpoint.weights tiny.en base || { status=1; echo "model assembly failed" >&2; }
 [ $# -gt 0 ] || set -- -q -p no:cacheprovider tests/test_audio.py tests/test_parameters.py tests/test_windows.py \
     tests/test_bounds.py tests/test_handler.py tests/test_speaker_merge.py tests/test_formats.py \
     tests/test_models.py tests/test_endpoint_repo.py tests/test_transformers_backend.py tests/test_openai_api.py \

@@ -29,7 +29,7 @@ import os
 import sys
 from pathlib import Path
 
-from whisper_endpoint.config import ModelSettings  # noqa: E402
+from whisper_endpoint.core.config import ModelSettings  # noqa: E402
 from whisper_endpoint.serving.settings import ServerSettings  # noqa: E402
 
 SECRET_NAMES = ("HF_TOKEN", "HF_HUB_TOKEN")

@@ -41,9 +41,9 @@ _raw_models: dict = {}
 
 def evaluate(name: str) -> dict:
     from scripts.metrics import cer, wer
-    from whisper_endpoint import embedded
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
+    from whisper_endpoint.weights import embedded
 
     settings = ModelSettings(asr_model=f"embedded:{name}", max_batch_size=24)  # the raw pipeline's batch size
     handler = EndpointHandler(settings=settings)

@@ -67,7 +67,7 @@ def missed_words(reference: str, hypothesis: str) -> list[str]:
 
 
 def run(backend: str, model: str, dialogues: bool, quick: bool) -> dict:
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
     handler = EndpointHandler(settings=ModelSettings(asr_model=model, asr_backend=backend))

@@ -89,7 +89,7 @@ def read_rttm(path: Path):
 
 
 def decode(path: Path):
-    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.audio.decode import decode_file
 
     return decode_file(path.read_bytes(), max_seconds=4 * 3600).samples
 

@@ -56,7 +56,7 @@ IMPOSTOR_CLIPS = ["asterisk_all-circuits-busy-now", "asterisk_conf-adminmenu-162
 
 
 def decode(path: Path):
-    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.audio.decode import decode_file
 
     return decode_file(path.read_bytes(), max_seconds=3600).samples
 
@@ -124,7 +124,7 @@ def majority(pairs: list[tuple[str, str]]) -> dict[str, str]:
 
 
 def scenario(centroids, prints, pairs, enrolled: set[str], threshold: float) -> dict:
-    from whisper_endpoint.speaker_names import match
+    from whisper_endpoint.speakers.names import match
 
     names = {found.speaker: found.name for found in match(centroids, prints, threshold)}
     right = sum(1 for label, truth in pairs if names.get(label) == truth)
@@ -157,7 +157,7 @@ def similarities(centroids, prints, pairs) -> dict[str, list[float]]:
 def run_file(handler, name: str, impostors: dict, threshold: float) -> dict:
     import numpy as np
 
-    from whisper_endpoint.speaker_enrolment import voiceprints
+    from whisper_endpoint.speakers.enrolment import voiceprints
 
     path, language, dev, sources = FILES[name]
     started = time.process_time()
@@ -213,9 +213,9 @@ def main() -> None:
         print(table(json.loads(args.out.read_text())))
         return
 
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
-    from whisper_endpoint.speaker_names import MATCH_THRESHOLD
+    from whisper_endpoint.speakers.names import MATCH_THRESHOLD
 
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", diarization_model="embedded"))
     impostors = impostor_clips()

@@ -85,8 +85,8 @@ def score(truth_turns: list[dict], result: dict) -> dict:
 def evaluate(names: list[str], crosstalk_db: float, threads: int) -> dict:
     import torch
 
-    from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
     torch.set_num_threads(threads)  # one thread each: CPU seconds without the spin of threads waiting
@@ -103,7 +103,7 @@ def evaluate(names: list[str], crosstalk_db: float, threads: int) -> dict:
         parameters = {"language": language, "multichannel": True, "channel_names": speakers}
         multi, multi_cpu = timed(handler, data, parameters)
         mixed, mixed_cpu = timed(handler, data, {"language": language})
-        with mock.patch("whisper_endpoint.channels.gate_crosstalk", lambda channels: channels):  # the ablation
+        with mock.patch("whisper_endpoint.multichannel.channels.gate_crosstalk", lambda channels: channels):  # the ablation
             ungated, ungated_cpu = timed(handler, data, parameters)
         rows[name] = {
             "duration_s": round(len(samples) / RATE, 1),

@@ -31,7 +31,7 @@ AFTER = "speech after non-speech"  # the corpus's kind for its files with speech
 
 
 def _handler(backend: str, model: str):
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
     return EndpointHandler(settings=ModelSettings(asr_model=f"embedded:{model}", asr_backend=backend))
@@ -103,10 +103,10 @@ def _decoded_once(handler, path: Path) -> tuple[str, str]:
     """The text before and after from one decode: over ``chunk_length_s`` the batched path runs, whose
     language detection (on the VAD's speech) and decoding do not depend on ``drop_non_speech``, so the
     after is exactly the before's transcript through the filter (the VAD found speech in every file)."""
-    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.audio.decode import decode_file
     from whisper_endpoint.backends.speech import find_speech
-    from whisper_endpoint.config import InferenceConfig
-    from whisper_endpoint.nonspeech import keep_speech
+    from whisper_endpoint.core.config import InferenceConfig
+    from whisper_endpoint.pipeline.asr_step import keep_speech
 
     samples = decode_file(path.read_bytes(), max_seconds=3600).samples
     assert len(samples) > 30 * 16000, path

@@ -79,10 +79,10 @@ def evaluate(names: list[str]) -> dict:
     import numpy as np
 
     from scripts.metrics import cp_error_rate
-    from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.config import InferenceConfig, ModelSettings
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.config import InferenceConfig, ModelSettings
     from whisper_endpoint.handler import EndpointHandler
-    from whisper_endpoint.speaker_merge import merge_speakers
+    from whisper_endpoint.speakers.merge import merge_speakers
 
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", diarization_model="embedded"))
     rows = {}

@@ -26,7 +26,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from whisper_endpoint import formats  # noqa: E402
-from whisper_endpoint.config import ModelSettings, SubtitleOptions  # noqa: E402
+from whisper_endpoint.core.config import ModelSettings, SubtitleOptions  # noqa: E402
 from whisper_endpoint.formats.readable import _width, words_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -37,11 +37,11 @@ def evaluate(name: str) -> dict:
     from transformers import WhisperFeatureExtractor, pipeline
 
     from scripts.metrics import wer
-    from whisper_endpoint import embedded
-    from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.config import ModelSettings
-    from whisper_endpoint.convert import converted_model_dir
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
+    from whisper_endpoint.weights import embedded
+    from whisper_endpoint.weights.convert import converted_model_dir
 
     settings = ModelSettings(asr_model=f"embedded:{name}", asr_backend="transformers")
     handler = EndpointHandler(settings=settings)

@@ -12,7 +12,7 @@ damage) and goes the way a request goes: a JSON body through the server's own pa
 (``payloads.toolkit_payload``), then the handler with MAX_AUDIO_SECONDS = 30.
 
 A crash is any exception other than the project's documented client errors (``ClientError``: the
-4xx family in whisper_endpoint/errors.py and adapters/errors.py). Crashes are written to the
+4xx family in whisper_endpoint/core/errors.py and adapters/errors.py). Crashes are written to the
 report with their traceback, and their inputs to --crash-dir for replay.
 """
 
@@ -118,7 +118,7 @@ def random_value(rng: random.Random, depth: int = 0):
 
 
 def mutate_json(rng: random.Random, body: dict, audio: list[bytes]) -> object:
-    from whisper_endpoint.config import InferenceConfig
+    from whisper_endpoint.core.config import InferenceConfig
 
     out = copy.deepcopy(body)
     for _ in range(rng.choice([1, 1, 2, 3])):
@@ -160,7 +160,7 @@ def request(handler, body: bytes, is_json: bool) -> dict:
 
 
 def replay(handler, directory: Path) -> int:
-    from whisper_endpoint.errors import ClientError
+    from whisper_endpoint.core.errors import ClientError
 
     crashed = 0
     for path in sorted(directory.glob("crash-*")):
@@ -184,8 +184,8 @@ def main() -> int:
     parser.add_argument("--replay", type=Path, help="run the saved inputs of a crash directory once and stop")
     args = parser.parse_args()
 
-    from whisper_endpoint.config import ModelSettings
-    from whisper_endpoint.errors import ClientError
+    from whisper_endpoint.core.config import ModelSettings
+    from whisper_endpoint.core.errors import ClientError
     from whisper_endpoint.handler import EndpointHandler
 
     handler = EndpointHandler(settings=ModelSettings(asr_model=args.model, max_audio_seconds=LIMIT_S))

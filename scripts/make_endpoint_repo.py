@@ -4,7 +4,7 @@
 
 OUT gets the code (the root contract files and whisper_endpoint/), the platforms' requirements.txt
 (with the requirements-runtime.txt it includes), a model card (README.md), and the model files
-(layout: whisper_endpoint/repository.py): the Whisper model ``--asr-model`` names (default
+(layout: whisper_endpoint/weights/repository.py): the Whisper model ``--asr-model`` names (default
 embedded:base, as CTranslate2 files; a local directory or Hub id in either format; ``none`` carries
 none, and the endpoint then needs ASR_MODEL) and the embedded diarization checkpoints (pyannote
 segmentation-3.0 and CAM++, ~34 MB; ``--no-diarization`` leaves them out). Nothing else: no
@@ -19,15 +19,15 @@ import shutil
 import sys
 from pathlib import Path
 
-from whisper_endpoint import repository
-from whisper_endpoint.config import ModelSettings
-from whisper_endpoint.models import detect_format, locate_model
+from whisper_endpoint.core.config import ModelSettings
+from whisper_endpoint.weights import repository
+from whisper_endpoint.weights.locate import detect_format, locate_model
 
 ROOT = Path(__file__).resolve().parents[1]
 
 CODE_FILES = ("handler.py", "config.py", "diarization_utils.py", "requirements.txt", "requirements-runtime.txt")
 CODE_DIRS = ("whisper_endpoint",)
-# The files of each model format that the endpoint needs (the same ones models.py fetches from the Hub).
+# The files of each model format that the endpoint needs (the same ones weights/locate.py fetches from the Hub).
 MODEL_FILES = {
     "ctranslate2": ("config.json", "model.bin", "tokenizer.json", "vocabulary.*", "preprocessor_config.json"),
     "transformers": ("*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken"),

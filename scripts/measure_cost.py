@@ -40,7 +40,7 @@ def joined_clips() -> tuple[np.ndarray, str]:
 def windows_rows() -> list[dict]:
     from scripts.metrics import wer
     from whisper_endpoint.backends import cost
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:tiny.en", cpu_threads=1))
@@ -70,9 +70,9 @@ def batch_memory_child(windows: int) -> dict:
 
     from bench.measure import peak_rss_mib, reset_peak_rss, rss_mib
     from tests.conftest import AUDIO
-    from whisper_endpoint import embedded
-    from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.config import ModelSettings
+    from whisper_endpoint.weights import embedded
 
     cache = ModelSettings().model_cache_dir
     model = WhisperModel(str(embedded.model_dir(cache, embedded.MODELS["base"])), device="cpu",

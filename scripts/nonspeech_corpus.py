@@ -240,7 +240,7 @@ def _write(path: Path, samples: np.ndarray) -> None:
 
 
 def default_dir() -> Path:
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
 
     return ModelSettings().model_cache_dir / "nonspeech-corpus"
 

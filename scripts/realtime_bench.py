@@ -49,7 +49,7 @@ def pcm16(path: Path, rate: int = RATE) -> np.ndarray:
 
 
 def start_server(model: str) -> tuple[str, object]:
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
     from whisper_endpoint.serving.app import create_app
     from whisper_endpoint.serving.settings import ServerSettings

@@ -164,7 +164,7 @@ simulate() {
     # the carried CTranslate2 weights converted with the pushed code inside the image.
     echo "image $image: converting the carried model with the image's transformers"
     (cd "$WORK" && PYTHONPATH="$WORK/repository" HOME="$WORK/home" "$WORK/venv/bin/python" -c \
-        "from whisper_endpoint.convert import convert_ctranslate2_to_transformers as c; c('repository/models/asr', 'transformers-model')" \
+        "from whisper_endpoint.weights.convert import convert_ctranslate2_to_transformers as c; c('repository/models/asr', 'transformers-model')" \
         >"$WORK/convert.log" 2>&1) || echo "  conversion failed: $WORK/convert.log"
     PYTHON="$HOST_PY" bash "$ROOT/scripts/make_endpoint_repo.sh" "$WORK/repository-transformers" \
         --asr-model "$WORK/transformers-model" >/dev/null || true

@@ -31,7 +31,7 @@ LIVE_CLIP = AUDIO / "clips" / "asterisk_dictate_play_help.flac"
 
 
 def start(model: str) -> str:
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
     from whisper_endpoint.jobs import JobSettings
     from whisper_endpoint.serving.app import create_app

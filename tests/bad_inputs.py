@@ -23,7 +23,7 @@ import requests
 
 from tests.conftest import encode, read_clip
 from tests.serving_helpers import CLIP, TEXT
-from whisper_endpoint.nonspeech import NO_SPEECH_WARNING
+from whisper_endpoint.pipeline.asr_step import NO_SPEECH_WARNING
 
 LIMIT_S = 30.0  # MAX_AUDIO_SECONDS of the handler the corpus runs against
 DEEP_JSON = "[" * 100_000 + "]" * 100_000
@@ -55,7 +55,7 @@ def clip_bytes() -> bytes:
 
 @cache
 def clip_samples() -> np.ndarray:
-    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.audio.decode import decode_file
 
     return decode_file(clip_bytes(), max_seconds=60).samples
 

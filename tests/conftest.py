@@ -78,7 +78,7 @@ def clip() -> bytes:
 
 @pytest.fixture(scope="session")
 def settings_factory(tmp_path_factory):
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
 
     cache = Path(os.environ.get("TEST_MODEL_CACHE", Path.home() / ".cache" / "whisper-endpoint"))
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from tests.conftest import CLIPS, decode_reference, encode
-from whisper_endpoint.audio import TARGET_RATE, decode_file, from_array
-from whisper_endpoint.errors import EmptyAudioError, InvalidInputError, PayloadTooLargeError, UndecodableAudioError
+from whisper_endpoint.audio.decode import TARGET_RATE, decode_file, from_array
+from whisper_endpoint.core.errors import EmptyAudioError, InvalidInputError, PayloadTooLargeError, UndecodableAudioError
 
 CLIP = CLIPS / "asterisk_vm-next.flac"
 FORMATS = [("wav", "pcm_s16le"), ("flac", "flac"), ("mp3", "libmp3lame"), ("ogg", "libopus"), ("ipod", "aac"), ("webm", "libopus")]

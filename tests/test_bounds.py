@@ -11,9 +11,9 @@ from scripts.metrics import normalize, wer
 from tests.conftest import CLIPS, clip_refs, decode_reference, read_clip
 from whisper_endpoint.backends import cost, tokens
 from whisper_endpoint.backends.windows import Window
-from whisper_endpoint.config import InferenceConfig, ModelSettings
-from whisper_endpoint.device import DEFAULT_MAX_BATCH_SIZE
-from whisper_endpoint.errors import InvalidParameterError
+from whisper_endpoint.core.config import InferenceConfig, ModelSettings
+from whisper_endpoint.core.device import DEFAULT_MAX_BATCH_SIZE
+from whisper_endpoint.core.errors import InvalidParameterError
 
 NAMES = sorted(clip_refs())[:12]
 CLIP = "asterisk_vm-next.flac"

@@ -21,8 +21,8 @@ import requests
 
 from tests.conftest import AUDIO, encode, read_clip
 from tests.serving_helpers import live_server, wait_until
-from whisper_endpoint.audio import decode_file
-from whisper_endpoint.config import ModelSettings
+from whisper_endpoint.audio.decode import decode_file
+from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.diarization.base import SpeakerCount, count_notes
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app

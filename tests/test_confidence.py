@@ -9,7 +9,7 @@ import pytest
 from tests.conftest import CLIPS, decode_reference, read_clip
 from tests.serving_helpers import CLIP, TEXT
 from whisper_endpoint.backends import decoding_options
-from whisper_endpoint.results import Segment
+from whisper_endpoint.core.types import Segment
 
 FIELDS = {"avg_logprob", "no_speech_prob", "compression_ratio", "temperature"}
 

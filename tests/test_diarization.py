@@ -66,7 +66,7 @@ def test_diarization_can_be_skipped_per_request(diarizing):
 def test_silence_gives_no_speakers_and_no_error(diarizing):
     import numpy as np
 
-    from whisper_endpoint.speaker_merge import NO_TURNS_SPEAKER
+    from whisper_endpoint.speakers.merge import NO_TURNS_SPEAKER
 
     result = diarizing({"inputs": {"array": np.zeros(16000 * 25, dtype=np.float32), "sampling_rate": 16000},
                         "parameters": {"drop_non_speech": False, "return_speaker_turns": True}})
@@ -78,18 +78,16 @@ def test_silence_gives_no_speakers_and_no_error(diarizing):
 
 
 def test_segments_without_word_times_are_labelled_whole_and_said(diarizing):
-    from whisper_endpoint import speaker_labels
-    from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.config import InferenceConfig
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.config import InferenceConfig
+    from whisper_endpoint.speakers import labels as speaker_labels
 
     samples = decode_file(read_clip("asterisk_vm-next.flac"), max_seconds=60).samples
     config = InferenceConfig(return_timestamps="segment")
     transcript = diarizing.asr.transcribe(samples, config)  # segment times only: no words came with them
-    warnings = []
-    extra = speaker_labels.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000,
-                                          warnings)
-    assert " ".join(run["text"] for run in extra["speakers"]).split() == transcript.text.split()
-    assert "1 of 1 segments came without word times" in " ".join(warnings)
+    speakers = speaker_labels.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000)
+    assert " ".join(run["text"] for run in speakers.runs).split() == transcript.text.split()
+    assert "1 of 1 segments came without word times" in " ".join(speakers.warnings)
 
 
 def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from tests.conftest import ROOT, AUDIO, decode_reference
+from whisper_endpoint.core.errors import InvalidParameterError, ModelLoadError
+from whisper_endpoint.core.types import SpeakerTurn
 from whisper_endpoint.diarization import Diarization, load_diarizer
-from whisper_endpoint.errors import InvalidParameterError, ModelLoadError
-from whisper_endpoint.results import SpeakerTurn
 
 TOKEN = "hf_NotARealTokenButSecretAll1234567890"
 LABEL = re.compile(r"SPEAKER_\d\d")
@@ -43,7 +43,7 @@ def embedded():
 
 @pytest.fixture(scope="module")
 def sample(embedded):  # loading the diarizer imported pyannote quietly; reading the sample needs it
-    from whisper_endpoint.audio import decode_file
+    from whisper_endpoint.audio.decode import decode_file
 
     with open(os.path.join(pyannote_sample(), "sample.wav"), "rb") as file:
         return decode_file(file.read(), max_seconds=60).samples

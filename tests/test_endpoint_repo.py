@@ -21,8 +21,8 @@ import pytest
 from tests.conftest import ROOT, clip_refs, read_clip
 from packaging.requirements import Requirement
 
-from whisper_endpoint import repository
-from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.weights import repository
 
 TOKEN = "hf_RepoBuildTestToken0123456789"
 CLIP = "asterisk_all-circuits-busy-now.flac"

@@ -8,7 +8,7 @@ import pytest
 
 from scripts.metrics import normalize, wer
 from tests.conftest import CLIPS, clip_refs, decode_reference, encode, read_clip
-from whisper_endpoint.errors import (
+from whisper_endpoint.core.errors import (
     EmptyAudioError,
     InvalidInputError,
     InvalidParameterError,

@@ -22,7 +22,7 @@ import requests
 from tests.bad_inputs import ANY, HTTP_CASES, LIMIT_S, PAYLOAD_CASES, TEXT, Case, clip_bytes
 from tests.conftest import ROOT
 from tests.serving_helpers import live_server
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
@@ -159,9 +159,9 @@ def test_live_server_corpus_statuses_liveness_and_memory(server):
 BOMB_SCRIPT = textwrap.dedent("""
     import base64, json, resource, sys
     from tests.bad_inputs import flac_silence
-    from whisper_endpoint.config import ModelSettings
-    from whisper_endpoint.errors import PayloadTooLargeError
-    from whisper_endpoint.request import parse_request
+    from whisper_endpoint.core.config import ModelSettings
+    from whisper_endpoint.core.errors import PayloadTooLargeError
+    from whisper_endpoint.pipeline.request import parse_request
 
     data = flac_silence(5 * 3600)
     peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

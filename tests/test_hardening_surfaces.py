@@ -211,7 +211,7 @@ KEY = "k" * 8 + "-0123456789abcdef"
 
 def test_a_failed_loads_reason_is_shown_only_with_the_key():
     """/ui/config.json, /health and /ping are open: the reason (which may name server paths) needs the key."""
-    from whisper_endpoint.errors import ModelLoadError
+    from whisper_endpoint.core.errors import ModelLoadError
 
     def load():
         raise ModelLoadError("ASR_MODEL='/srv/secret-volume/models/nope' is not a model directory")
@@ -347,7 +347,7 @@ def test_a_live_sessions_backlog_is_bounded_and_past_it_audio_is_refused(held_re
 def test_a_session_whose_transcript_never_comes_still_ends_at_its_idle_timeout(held_realtime):
     """REALTIME_IDLE_TIMEOUT_S=1 while the committed utterance's decode hangs: the session closes, and its
     decode is stopped (its slot frees) rather than held for the departed client."""
-    from whisper_endpoint.decode_context import DISCONNECTED
+    from whisper_endpoint.core.decode_context import DISCONNECTED
     from tests.realtime_client import Session, append
 
     url = held_realtime.url.replace("http://", "ws://") + "/v1/realtime?intent=transcription"

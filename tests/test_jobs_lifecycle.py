@@ -25,8 +25,8 @@ import requests
 
 from tests.conftest import ROOT, AUDIO
 from tests.serving_helpers import TEXT, HeldHandler, LiveServer, free_port, live_server, wait_until
-from whisper_endpoint.audio import decode_file
-from whisper_endpoint.decode_context import DecodeContext
+from whisper_endpoint.audio.decode import decode_file
+from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.jobs import JobSettings, open_store, uploads
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.serving.app import create_app

@@ -21,11 +21,12 @@ import pytest
 
 from tests.conftest import encode
 from tests.serving_helpers import live_server
-from whisper_endpoint import formats, speaker_labels
-from whisper_endpoint.audio import decode_file
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.speaker_names import MATCH_THRESHOLD, match
+from whisper_endpoint import formats
+from whisper_endpoint.audio.decode import decode_file
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.speakers import labels as speaker_labels
+from whisper_endpoint.speakers.names import MATCH_THRESHOLD, match
 
 AUDIO = Path(__file__).resolve().parents[1] / "audio"
 BARREL = AUDIO / "dialogues" / "fillets_barrel.flac"

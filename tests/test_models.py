@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import CLIPS, ROOT, clip_refs
-from whisper_endpoint import embedded
 from whisper_endpoint.backends import asr_reference
-from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.models import detect_format, locate_model
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.weights import embedded
+from whisper_endpoint.weights.locate import detect_format, locate_model
 
 TINY = embedded.MODELS["tiny.en"]
 

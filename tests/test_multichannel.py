@@ -14,12 +14,12 @@ from scripts.metrics import normalize
 from tests.conftest import CLIPS, clip_refs, decode_reference, encode
 from tests.serving_helpers import live_server
 from whisper_endpoint import formats
-from whisper_endpoint.audio import TARGET_RATE, channels_from_array, decode_channels, decode_file
+from whisper_endpoint.audio.decode import TARGET_RATE, channels_from_array, decode_channels, decode_file
 from whisper_endpoint.batch.runner import check_formats
-from whisper_endpoint.channel_merge import Spoken, channel_turns
-from whisper_endpoint.crosstalk import gate_crosstalk
-from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, PayloadTooLargeError
-from whisper_endpoint.request import parse_request
+from whisper_endpoint.core.errors import InvalidInputError, InvalidParameterError, PayloadTooLargeError
+from whisper_endpoint.multichannel.crosstalk import gate_crosstalk
+from whisper_endpoint.multichannel.merge import Spoken, channel_turns
+from whisper_endpoint.pipeline.request import parse_request
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 

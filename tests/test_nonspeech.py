@@ -6,11 +6,11 @@ import pytest
 
 from scripts.nonspeech_corpus import band_music, noise
 from tests.conftest import read_clip
-from whisper_endpoint.audio import decode_file
+from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.backends.speech import Speech
-from whisper_endpoint.decode_context import DecodeContext
-from whisper_endpoint.nonspeech import NO_SPEECH_MODE, over_speech
-from whisper_endpoint.results import Segment, Word
+from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.types import Segment, Word
+from whisper_endpoint.pipeline.asr_step import NO_SPEECH_MODE, over_speech
 
 RATE = 16000
 

@@ -17,7 +17,7 @@ import requests
 
 from tests.conftest import AUDIO, encode
 from tests.serving_helpers import HeldHandler, live_server, wait_until
-from whisper_endpoint.audio import decode_file
+from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 

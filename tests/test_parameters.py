@@ -18,9 +18,9 @@ from tests.serving_helpers import CLIP
 from whisper_endpoint import formats
 from whisper_endpoint.backends import cost, windows
 from whisper_endpoint.backends.ctranslate2_backend import _RequestPipeline
-from whisper_endpoint.config import InferenceConfig, ModelSettings
-from whisper_endpoint.errors import ClientError, InvalidParameterError
-from whisper_endpoint.request import parse_parameters
+from whisper_endpoint.core.config import InferenceConfig, ModelSettings
+from whisper_endpoint.core.errors import ClientError, InvalidParameterError
+from whisper_endpoint.pipeline.request import parse_parameters
 
 
 def test_defaults_match_the_reference_handler():

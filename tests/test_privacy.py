@@ -70,7 +70,7 @@ def test_no_secret_in_any_log_or_response(secrets_env, settings_factory, tiny_ha
     seen: list[str] = []
     jobs = JobSettings(db=tmp_path / "jobs.sqlite")
 
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
 
     settings = ModelSettings()
     seen += [repr(settings), str(settings), settings.model_dump_json(), repr(ServerSettings())]

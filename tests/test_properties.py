@@ -14,11 +14,11 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from whisper_endpoint.adapters.payloads import text_parameters
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.errors import ClientError, InvalidParameterError
-from whisper_endpoint.request import parse_parameters, parse_request
-from whisper_endpoint.results import Segment, SpeakerTurn, Word
-from whisper_endpoint.speaker_merge import NO_TURNS_SPEAKER, assign_speakers, merge_speakers
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.errors import ClientError, InvalidParameterError
+from whisper_endpoint.core.types import Segment, SpeakerTurn, Word
+from whisper_endpoint.pipeline.request import parse_parameters, parse_request
+from whisper_endpoint.speakers.merge import NO_TURNS_SPEAKER, assign_speakers, merge_speakers
 
 LABELS = ["SPEAKER_00", "SPEAKER_01", "SPEAKER_02"]
 FAST = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

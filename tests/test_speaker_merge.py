@@ -6,19 +6,23 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from whisper_endpoint.core.types import Segment, SpeakerTurn, Word
 from whisper_endpoint.formats.tables import to_rttm
-from whisper_endpoint.results import Segment, SpeakerTurn, Word
-from whisper_endpoint.speaker_merge import (
+from whisper_endpoint.speakers.merge import (
     NO_TURNS_SPEAKER,
     LabeledWord,
     assign_speakers,
     merge_speakers,
-    segments_by_speaker,
     smooth,
     speaker_runs,
 )
 
 NAN = float("nan")
+
+
+def segments_by_speaker(segments, turns) -> list[dict]:
+    """The fallback without word times: each segment whole to its max-overlap speaker, nothing split."""
+    return speaker_runs(assign_speakers(segments, turns))
 
 
 def words_from(*spec):
@@ -373,8 +377,8 @@ def test_a_segment_without_word_times_falls_back_alone(tiny_handler):
     from dataclasses import replace
 
     from tests.conftest import AUDIO
-    from whisper_endpoint.audio import decode_file
-    from whisper_endpoint.config import InferenceConfig
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.config import InferenceConfig
 
     meeting = AUDIO / "dialogues" / "flite_meeting.flac"
     samples = decode_file(meeting.read_bytes(), max_seconds=60).samples

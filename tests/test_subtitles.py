@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from tests.conftest import AUDIO, decode_reference, encode
 from tests.serving_helpers import live_server
 from whisper_endpoint import formats
-from whisper_endpoint.config import InferenceConfig, SubtitleOptions
+from whisper_endpoint.core.config import InferenceConfig, SubtitleOptions
 from whisper_endpoint.formats.readable import MIN_GAP_S, _width, words_of
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings

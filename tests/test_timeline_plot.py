@@ -4,9 +4,9 @@ import struct
 
 import pytest
 
-from whisper_endpoint.results import SpeakerTurn, Word
-from whisper_endpoint.speaker_merge import assign_speakers, smooth, speaker_runs
-from whisper_endpoint.timeline_plot import draw_timeline
+from whisper_endpoint.cli.timeline_plot import draw_timeline
+from whisper_endpoint.core.types import SpeakerTurn, Word
+from whisper_endpoint.speakers.merge import assign_speakers, smooth, speaker_runs
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

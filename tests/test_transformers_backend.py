@@ -12,12 +12,12 @@ import pytest
 
 from scripts.metrics import normalize
 from tests.conftest import CLIPS, clip_refs, read_clip
-from whisper_endpoint import embedded
-from whisper_endpoint.audio import decode_file
+from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.backends import cost
-from whisper_endpoint.convert import converted_model_dir
-from whisper_endpoint.decode_context import DecodeContext, DecodeStopped
-from whisper_endpoint.errors import InvalidParameterError, ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.core.decode_context import DecodeContext, DecodeStopped
+from whisper_endpoint.core.errors import InvalidParameterError, ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.weights import embedded
+from whisper_endpoint.weights.convert import converted_model_dir
 
 THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-invalidpin.flac"]
 
@@ -94,7 +94,7 @@ def test_long_audio_runs_long_form_generate_on_cpu(tiny_tf, long_audio, timestam
 
 
 def test_long_form_reports_each_window_and_stops_at_the_next_when_cancelled(tiny_tf, long_audio):
-    """The encoders' hook (decode_context.py): cancelled once the first window is reported decoded, the
+    """The encoders' hook (core/decode_context.py): cancelled once the first window is reported decoded, the
     decode stops before the second window's encoder pass."""
     reports = []
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers, shifted
 
 

@@ -1,27 +1,30 @@
 """``EndpointHandler(path)`` loads the models once; ``handler(data)`` runs one request.
 
-``handler.run(data, context)`` is the same with a ``DecodeContext`` (decode_context.py): the server
-and the job worker use it for progress, deadlines and cancellation; ``handler(data)`` is what the
-platforms call.
+``handler.run(data, context)`` is the same with a ``DecodeContext`` (core/decode_context.py): the
+server and the job worker use it for progress, deadlines and cancellation; ``handler(data)`` is what
+the platforms call.
 
-The request flow is one straight line: parse -> transcribe -> (diarize) -> render; a multichannel
-request runs the same transcribe -> (diarize) once per channel (``channels.py``). The repository's
-root ``handler.py`` (what Inference Endpoints imports) re-exports this class.
+The request flow is one straight line: parse -> ASR -> (speakers) -> render; a multichannel request
+splits the channels, runs the same ASR -> (speakers) once per channel and merges them
+(``multichannel/``) before rendering. The repository's root ``handler.py`` (what Inference Endpoints
+imports) re-exports this class.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from functools import partial
 
-from whisper_endpoint import channels, nonspeech, render, speaker_labels
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import load_asr_backend
-from whisper_endpoint.config import ModelSettings
-from whisper_endpoint.decode_context import DIARIZING, DecodeContext
-from whisper_endpoint.request import parse_request
-from whisper_endpoint.results import Transcript
+from whisper_endpoint.core.config import ModelSettings
+from whisper_endpoint.core.decode_context import DIARIZING, DecodeContext
+from whisper_endpoint.core.types import ChannelResult, Speakers, Transcript
+from whisper_endpoint.multichannel import channels
+from whisper_endpoint.multichannel.merge import merge_channels
+from whisper_endpoint.pipeline import asr_step, render
+from whisper_endpoint.pipeline.request import ParsedRequest, parse_request
+from whisper_endpoint.speakers import labels as speaker_labels
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +41,7 @@ class EndpointHandler:
         if speakers_from is not None:
             self.diarizer, self.voices = speakers_from.diarizer, speakers_from.voices
         else:
-            self.diarizer = speaker_labels.load_diarizer(self.settings, path)
+            self.diarizer = speaker_labels.diarizer_from_settings(self.settings, path)
             self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
 
@@ -51,36 +54,51 @@ class EndpointHandler:
         config = request.config
         voices = speaker_labels.request_voices(self.diarizer, config, self.voices)  # clips checked before ASR
         context.check()  # e.g. a deadline passed while the audio was decoded
-        transcribe = partial(self._transcribe, context=context, voices=voices)
         if config.multichannel:  # each channel on its own, one speaker per channel
-            context.in_order = False  # the channels' windows one channel after another, not in time order
-            diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
-            return channels.respond(request.audio, config, request.warnings, partial(transcribe, diarize=diarize))
-        diarize = speaker_labels.wanted(self.diarizer, config, request.warnings)
-        transcript, extra = transcribe(request.audio.samples, config, request.warnings, diarize=diarize)
+            return self._channels(request, context, voices)
+        diarize = speaker_labels.diarization_wanted(self.diarizer, config, request.warnings)
+        transcript, speakers = self._transcribe(request.audio.samples, config, diarize=diarize, context=context,
+                                                voices=voices)
         return render.response(
             transcript,
             timestamps=config.return_timestamps,
             duration=request.audio.duration,
             confidence=config.return_confidence,
+            speakers=speakers,
             warnings=request.warnings,
-            **extra,
         )
 
-    def _transcribe(self, samples, config, warnings: list[str], *, diarize: bool,
-                    context: DecodeContext, voices=None) -> tuple[Transcript, dict]:
-        """One mono signal: the transcript, and its ``speakers`` (and ``speaker_turns``) when diarized."""
+    def _channels(self, request: ParsedRequest, context: DecodeContext, voices) -> dict:
+        config = request.config
+        context = context.narrowed(in_order=False)  # the channels' windows one channel after another
+        diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
+        channel_config = channels.channel_config(config)
+        results = []
+        for channel in channels.split_channels(request.audio, config, request.warnings):
+            if channel.samples is None:  # silent: no words, and no chance for Whisper to make some up
+                results.append(ChannelResult(channel.index, channel.name, None))
+                continue
+            transcript, speakers = self._transcribe(channel.samples, channel_config, diarize=diarize,
+                                                    context=context, voices=voices)
+            results.append(ChannelResult(channel.index, channel.name, transcript, speakers))
+        duration = request.audio.duration
+        merged = merge_channels(results, duration=duration, with_words=config.return_speaker_words,
+                                turns=config.return_speaker_turns)
+        return render.channels_response(merged, timestamps=config.return_timestamps, duration=duration,
+                                        confidence=config.return_confidence, warnings=request.warnings)
+
+    def _transcribe(self, samples, config, *, diarize: bool, context: DecodeContext,
+                    voices=None) -> tuple[Transcript, Speakers | None]:
+        """One mono signal: the transcript, and its speakers when diarized."""
         # Speakers are given word by word; the chunks still come as the request asked.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
-        transcript = nonspeech.transcribe(self.asr, samples, asr_config, context)
+        transcript = asr_step.transcribe_speech(self.asr, samples, asr_config, context)
         if not diarize:
-            return transcript, {}
-        if nonspeech.found_none(transcript):  # no speech, no speakers
-            return transcript, {"speakers": [], **({"speaker_turns": []} if config.return_speaker_turns else {})}
+            return transcript, None
+        if asr_step.found_none(transcript):  # no speech, no speakers
+            return transcript, speaker_labels.no_speakers(config)
         context.stage(DIARIZING)  # diarization runs whole: a stop asked meanwhile is seen after it
         duration = len(samples) / TARGET_RATE
-        extra = speaker_labels.label_speakers(
-            self.diarizer, samples, transcript, config, duration, warnings, voices
-        )
+        speakers = speaker_labels.label_speakers(self.diarizer, samples, transcript, config, duration, voices)
         context.check()
-        return transcript, extra
+        return transcript, speakers

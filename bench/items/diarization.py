@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _segments_from_response(response: dict):
     """The response's words (with their times) back into Segments, as the handler hands them to the merge."""
-    from whisper_endpoint.results import Segment, SpeakerTurn, Word
+    from whisper_endpoint.core.types import Segment, SpeakerTurn, Word
 
     words = [Word(w["timestamp"][0], w["timestamp"][1], w["text"]) for run in response["speakers"] for w in run["words"]]
     turns = [SpeakerTurn(t["start"], t["end"], t["speaker"]) for t in response["speaker_turns"]]
@@ -28,7 +28,7 @@ def _segments_from_response(response: dict):
 
 def synthetic(words: int):
     """``words`` words of 0.3 s with 0.05 s gaps, two speakers taking turns every 12 words."""
-    from whisper_endpoint.results import Segment, SpeakerTurn, Word
+    from whisper_endpoint.core.types import Segment, SpeakerTurn, Word
 
     made = [Word(i * 0.35, i * 0.35 + 0.3, f" w{i}{'.' if i % 12 == 11 else ''}") for i in range(words)]
     turns = [SpeakerTurn(start * 0.35, min(start + 12, words) * 0.35, f"SPEAKER_0{(start // 12) % 2}")
@@ -44,7 +44,7 @@ def merge_scaling(sizes, repeats: int = 3) -> dict:
     alive, not with the merge's own work."""
     import gc
 
-    from whisper_endpoint.speaker_merge import merge_speakers
+    from whisper_endpoint.speakers.merge import merge_speakers
 
     def median_s(segments, turns) -> float:
         runs = []
@@ -84,7 +84,7 @@ def one(plan, seconds: float, threads: int = 1) -> dict:
     diarizer's (the parent sets OMP_NUM_THREADS to match); 0: the defaults a user starts with."""
     from bench.measure import rss_mib
     from bench.stages import StageClock, watch_handler
-    from whisper_endpoint.speaker_merge import merge_speakers
+    from whisper_endpoint.speakers.merge import merge_speakers
 
     audio = inputs.long_audio(plan, seconds)
     inputs.samples.cache_clear()  # keep only this length's array, as a server would

@@ -1,5 +1,5 @@
 """The errors only HTTP can cause (queue full, body too slow, wrong content type...), in the same
-family as the handler's (``whisper_endpoint.errors``): each has ``status`` and ``code``.
+family as the handler's (``whisper_endpoint.core.errors``): each has ``status`` and ``code``.
 
 No web framework is imported here, so ``inference.py`` (SageMaker's container) can use them too;
 ``error_handlers.py`` maps every exception to a response.
@@ -7,7 +7,7 @@ No web framework is imported here, so ``inference.py`` (SageMaker's container) c
 
 from __future__ import annotations
 
-from whisper_endpoint.errors import ClientError, EndpointError
+from whisper_endpoint.core.errors import ClientError, EndpointError
 
 
 class UnsupportedMediaTypeError(ClientError):

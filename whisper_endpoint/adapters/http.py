@@ -23,8 +23,8 @@ from whisper_endpoint.adapters.errors import (
     ShuttingDownError,
 )
 from whisper_endpoint.adapters.payloads import bare_media_type, toolkit_payload
-from whisper_endpoint.decode_context import DEADLINE, DISCONNECTED, DecodeStopped
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.core.decode_context import DEADLINE, DISCONNECTED, DecodeStopped
+from whisper_endpoint.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
 

@@ -16,8 +16,8 @@ from typing import Optional
 
 from whisper_endpoint.adapters import gc_quiet, stepped_json
 from whisper_endpoint.adapters.errors import InvalidBodyError, UnsupportedMediaTypeError
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.errors import PayloadTooLargeError
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.errors import PayloadTooLargeError
 
 GENERIC_BINARY = frozenset(
     {"", "application/octet-stream", "binary/octet-stream", "application/x-www-form-urlencoded"}

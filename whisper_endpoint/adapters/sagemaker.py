@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from whisper_endpoint.adapters import http
 from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
 

@@ -6,14 +6,14 @@ import logging
 from pathlib import Path
 
 from whisper_endpoint.backends.base import ASRBackend
-from whisper_endpoint.device import (
+from whisper_endpoint.core.device import (
     ctranslate2_compute_type,
     max_batch_size,
     resolve_device,
 )
-from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.models import locate_model
-from whisper_endpoint.repository import carried_asr_model
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.weights.locate import locate_model
+from whisper_endpoint.weights.repository import carried_asr_model
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,6 @@ def _transformers_dir(source, settings) -> Path:
     """CTranslate2 weights (the embedded models) are converted once into the model cache."""
     if source.format == "transformers":
         return source.path
-    from whisper_endpoint.convert import converted_model_dir
+    from whisper_endpoint.weights.convert import converted_model_dir
 
     return converted_model_dir(source.path, settings.model_cache_dir)

@@ -11,10 +11,10 @@ from typing import Protocol
 
 import numpy as np
 
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.decode_context import DecodeContext
-from whisper_endpoint.errors import UnsupportedOptionError
-from whisper_endpoint.results import Transcript
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.errors import UnsupportedOptionError
+from whisper_endpoint.core.types import Transcript
 
 
 class ASRBackend(Protocol):

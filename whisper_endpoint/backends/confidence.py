@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.results import Segment, Word
+from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.types import Segment, Word
 
 WINDOW_S = 30.0
 LEAD_S = 0.5  # the window starts a little before its first segment (segment starts are approximate)

@@ -20,13 +20,13 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
 from whisper_endpoint.backends.base import check_language_options
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.decode_context import DecodeContext
-from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.results import Segment, Transcript, Word
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.core.types import Segment, Transcript, Word
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from whisper_endpoint.config import InferenceConfig
+from whisper_endpoint.core.config import InferenceConfig
 
 # Whisper's (and faster-whisper's) schedule: a window is decoded again hotter when its text repeats
 # (compression ratio > 2.4) or is unlikely (average log-probability < -1).

@@ -3,7 +3,7 @@
 
 Whisper invents text over audio without speech ("you" over 30 s of digital silence, a language for pink
 noise): the request flow asks here whether there is speech at all, and which decoded segments lie over
-some (nonspeech.py); the backends detect the language on the first 30 s of speech, not on the first
+some (pipeline/asr_step.py); the backends detect the language on the first 30 s of speech, not on the first
 30 s of audio. The VAD costs about 0.2% of the audio's duration in CPU time.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 
 LANGUAGE_WINDOW_S = 30.0  # Whisper's window: what language detection looks at
 

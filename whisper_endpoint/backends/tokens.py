@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from whisper_endpoint.errors import InvalidParameterError
+from whisper_endpoint.core.errors import InvalidParameterError
 
 # Prompt framing besides its text: <|startofprev|> before it; after it <|startoftranscript|>, the
 # language and the task (multilingual models), and <|notimestamps|> when timestamps are off.

@@ -42,16 +42,16 @@ from pathlib import Path
 import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import confidence, cost, decoding_options, speech, tokens
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.decode_context import DecodeContext
-from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.results import Segment, Transcript, Word
-from whisper_endpoint.sentences import ends_sentence
-from whisper_endpoint.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.core.sentences import ends_sentence
+from whisper_endpoint.core.types import Segment, Transcript, Word
+from whisper_endpoint.weights.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
 
 logger = logging.getLogger(__name__)
 

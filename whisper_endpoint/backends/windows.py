@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 
 MIN_LEFTOVER_S = 1.0  # a remainder shorter than this is the VAD's padding, not missed speech
 

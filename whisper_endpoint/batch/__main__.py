@@ -22,8 +22,8 @@ from pathlib import Path
 from whisper_endpoint.batch.inputs import InputError, collect
 from whisper_endpoint.batch.outputs import FORMATS
 from whisper_endpoint.batch.runner import check_formats, run_batch
-from whisper_endpoint.cli_options import parameter
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.cli.options import parameter
+from whisper_endpoint.core.errors import EndpointError
 
 
 def parse_args(argv: list[str] | None, prog: str = "python -m whisper_endpoint.batch") -> argparse.Namespace:
@@ -54,7 +54,7 @@ def parse_args(argv: list[str] | None, prog: str = "python -m whisper_endpoint.b
 def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.batch") -> int:
     args = parse_args(argv, prog)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
 
     model_settings = ModelSettings()
     try:

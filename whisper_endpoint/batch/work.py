@@ -13,7 +13,7 @@ from pathlib import Path
 
 from whisper_endpoint.batch.inputs import Item
 from whisper_endpoint.batch.outputs import error_path, result_path, write_failure, write_results
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from whisper_endpoint.errors import InvalidParameterError
-from whisper_endpoint.results import SpeakerTurn
+from whisper_endpoint.core.errors import InvalidParameterError
+from whisper_endpoint.core.types import SpeakerTurn
 
 logger = logging.getLogger(__name__)
 

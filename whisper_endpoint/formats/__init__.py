@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import TypeAdapter, ValidationError
 
-from whisper_endpoint.config import SubtitleOptions
+from whisper_endpoint.core.config import SubtitleOptions
 from whisper_endpoint.formats import openai, subtitles, tables
 from whisper_endpoint.formats.subtitles import Cue, cues, subtitle_cues
 

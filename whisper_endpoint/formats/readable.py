@@ -21,7 +21,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from whisper_endpoint.config import SubtitleOptions
+from whisper_endpoint.core.config import SubtitleOptions
 
 LONG_PAUSE_S = 2.0  # a pause this long always ends a cue: no text shown over silence
 MIN_GAP_S = 0.083  # two frames at 24 fps between consecutive cues

@@ -8,7 +8,7 @@ SRT, WebVTT's voice tag ``<v SPEAKER_00>text`` in VTT; ``highlight_words`` under
 
 from __future__ import annotations
 
-from whisper_endpoint.config import SubtitleOptions
+from whisper_endpoint.core.config import SubtitleOptions
 from whisper_endpoint.formats.readable import Cue as Subtitle
 from whisper_endpoint.formats.readable import readable_cues, span_times, words_of
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from whisper_endpoint.core.types import SpeakerTurn
 from whisper_endpoint.formats.subtitles import cues
-from whisper_endpoint.results import SpeakerTurn
-from whisper_endpoint.speaker_merge import valid_turns
+from whisper_endpoint.speakers.merge import valid_turns
 
 TSV_HEADER = "start\tend\tspeaker\ttext\n"
 

@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from whisper_endpoint.adapters.payloads import is_json, toolkit_payload
-from whisper_endpoint.errors import InvalidInputError, MissingInputError
+from whisper_endpoint.core.errors import InvalidInputError, MissingInputError
 from whisper_endpoint.jobs.uploads import sync_folder
-from whisper_endpoint.request import parse_parameters
+from whisper_endpoint.pipeline.request import parse_parameters
 
 # Media types of rewritten uploads; a client sending either gets 415 like any type no route takes.
 SAMPLES = "application/vnd.whisper-endpoint.samples"

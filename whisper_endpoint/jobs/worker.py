@@ -28,8 +28,8 @@ import anyio
 
 from whisper_endpoint.adapters.errors import InternalError, QueueFullError
 from whisper_endpoint.adapters.http import as_endpoint_error
-from whisper_endpoint.decode_context import DISCONNECTED, SHUTDOWN, DecodeContext, DecodeStopped
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.core.decode_context import DISCONNECTED, SHUTDOWN, DecodeContext, DecodeStopped
+from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import deliver
 from whisper_endpoint.jobs.settings import JobSettings

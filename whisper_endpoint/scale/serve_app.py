@@ -73,7 +73,7 @@ class WhisperReplica:
     """One replica: the handler, loaded once; requests decoded on threads, ``decode_concurrency`` at a time."""
 
     def __init__(self, decode_concurrency: int = 1):
-        from whisper_endpoint.config import ModelSettings
+        from whisper_endpoint.core.config import ModelSettings
         from whisper_endpoint.handler import EndpointHandler
         from whisper_endpoint.serving.settings import ServerSettings
 

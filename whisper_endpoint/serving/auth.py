@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from fastapi import Depends, Request
 from pydantic import SecretStr
 
-from whisper_endpoint.errors import ClientError
+from whisper_endpoint.core.errors import ClientError
 
 
 class UnauthorizedError(ClientError):

@@ -24,15 +24,16 @@ from whisper_endpoint.adapters.errors import (
     NotFoundError,
     with_param,
 )
-from whisper_endpoint.decode_context import DecodeStopped
-from whisper_endpoint.errors import ClientError, EndpointError, InvalidParameterError
-from whisper_endpoint.request import MAX_ERRORS_DESCRIBED, echoed
+from whisper_endpoint.core.decode_context import DecodeStopped
+from whisper_endpoint.core.errors import ClientError, EndpointError, InvalidParameterError
+from whisper_endpoint.pipeline.request import MAX_ERRORS_DESCRIBED, echoed
 
 logger = logging.getLogger(__name__)
 
 
-def as_endpoint_error(exc: BaseException) -> EndpointError:
-    """Map any exception raised while serving a request to the error family."""
+def serving_error(exc: BaseException) -> EndpointError:
+    """Map any exception raised while serving a request to the error family: FastAPI's and Starlette's
+    own here, the rest as ``http.as_endpoint_error``."""
     if isinstance(exc, RequestValidationError):
         return _invalid_fields(exc)
     if isinstance(exc, HTTPException):
@@ -60,7 +61,7 @@ def _invalid_fields(exc: RequestValidationError) -> EndpointError:
 
 def _http_exception(exc: HTTPException) -> EndpointError:
     if isinstance(exc.__cause__, (MultiPartException, ClientDisconnect)):  # FastAPI's "error parsing the body"
-        return as_endpoint_error(exc.__cause__)
+        return serving_error(exc.__cause__)
     if exc.status_code == 404:
         return NotFoundError("no such route; see docs/serving.md for the routes this server has")
     if exc.status_code == 405:
@@ -71,7 +72,7 @@ def _http_exception(exc: HTTPException) -> EndpointError:
 
 
 def error_response(request: Request, exc: BaseException) -> JSONResponse:
-    error = as_endpoint_error(exc)
+    error = serving_error(exc)
     if error.status < 500:
         logger.info("%s %s -> %s %s", request.method, request.url.path, error.status, error.code)
     reply = http.error_reply(error, openai=request.url.path.startswith("/v1/"))

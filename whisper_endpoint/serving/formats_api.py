@@ -25,7 +25,7 @@ from starlette.responses import Response
 from whisper_endpoint import formats
 from whisper_endpoint.adapters import gc_quiet, stepped_json
 from whisper_endpoint.adapters.errors import with_param
-from whisper_endpoint.errors import InvalidParameterError, PayloadTooLargeError
+from whisper_endpoint.core.errors import InvalidParameterError, PayloadTooLargeError
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.service import InferenceService
 

@@ -19,7 +19,7 @@ from starlette.responses import Response
 
 from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, with_param
 from whisper_endpoint.adapters.payloads import is_json, media_type, text_parameters, toolkit_payload
-from whisper_endpoint.errors import EmptyAudioError, InvalidParameterError
+from whisper_endpoint.core.errors import EmptyAudioError, InvalidParameterError
 from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import url_problem
 from whisper_endpoint.jobs.store import RUNNING

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from starlette.requests import Request
 
 from whisper_endpoint.adapters.errors import BodyTimeoutError, QueueFullError
-from whisper_endpoint.errors import PayloadTooLargeError
+from whisper_endpoint.core.errors import PayloadTooLargeError
 
 
 class InferenceGate:

@@ -23,7 +23,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict
 
 from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
 

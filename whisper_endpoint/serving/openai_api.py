@@ -20,7 +20,7 @@ from whisper_endpoint import formats
 from whisper_endpoint.adapters.errors import NotFoundError, with_param
 from whisper_endpoint.adapters.http import warnings_header
 from whisper_endpoint.adapters.payloads import text_parameters
-from whisper_endpoint.errors import (
+from whisper_endpoint.core.errors import (
     ClientError,
     InvalidInputError,
     InvalidParameterError,
@@ -31,7 +31,7 @@ from whisper_endpoint.serving import openai_stream
 from whisper_endpoint.serving.openai_form import AudioForm, FormUploadRoute
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
-from whisper_endpoint.speaker_enrolment import decode_clip
+from whisper_endpoint.speakers.enrolment import decode_clip
 
 # Request fields the route sets itself: a form field may not override them.
 _ROUTE_FIELDS = ("task", "return_timestamps", "initial_prompt", "known_speakers")

@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import StreamingResponse
 
 from whisper_endpoint.adapters.http import as_endpoint_error, error_body, warnings_header
-from whisper_endpoint.decode_context import DISCONNECTED, DecodeContext, Progress
+from whisper_endpoint.core.decode_context import DISCONNECTED, DecodeContext, Progress
 from whisper_endpoint.formats import openai as shapes
 from whisper_endpoint.serving.service import InferenceService
 

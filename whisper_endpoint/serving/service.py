@@ -21,8 +21,8 @@ import anyio
 
 from whisper_endpoint.adapters.errors import NotReadyError, with_param
 from whisper_endpoint.adapters.http import as_endpoint_error
-from whisper_endpoint.decode_context import DEADLINE, DISCONNECTED, DecodeContext, DecodeStopped
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.core.decode_context import DEADLINE, DISCONNECTED, DecodeContext, DecodeStopped
+from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.serving.limits import InferenceGate
 from whisper_endpoint.serving.metrics import Metrics
 from whisper_endpoint.serving.model_pool import ModelEntry, ModelPool, UnknownModelError, parse_models
@@ -44,7 +44,7 @@ class HandlerLoader:
         self._speakers = None  # the first handler's diarizer and known voices, shared by the others
 
     def __call__(self, entry: ModelEntry) -> Handler:
-        from whisper_endpoint.config import ModelSettings
+        from whisper_endpoint.core.config import ModelSettings
         from whisper_endpoint.handler import EndpointHandler
 
         model = ModelSettings(**entry.settings_update())
@@ -59,7 +59,7 @@ def model_entries(settings: ServerSettings) -> list[ModelEntry]:
     """ASR_MODELS, or ASR_MODEL alone as a list of one."""
     if settings.asr_models:
         return parse_models(settings.asr_models)
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
 
     reference = ModelSettings().asr_model
     return [ModelEntry(name=reference, reference=reference)]

@@ -17,8 +17,8 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import FileResponse, RedirectResponse
 from starlette.staticfiles import StaticFiles
 
+from whisper_endpoint.core.languages import language_names
 from whisper_endpoint.jobs import Jobs
-from whisper_endpoint.languages import language_names
 from whisper_endpoint.serving.formats_api import DOWNLOADS
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import LOAD_FAILED, InferenceService

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-from whisper_endpoint.errors import EndpointError
-from whisper_endpoint.request import parse_parameters
+from whisper_endpoint.core.errors import EndpointError
+from whisper_endpoint.pipeline.request import parse_parameters
 from whisper_endpoint.serving.realtime.events import AudioInput, EventError, Transcription, TurnDetection, new_id
 
 

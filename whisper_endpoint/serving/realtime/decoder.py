@@ -12,8 +12,8 @@ import time
 
 import numpy as np
 
-from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.decode_context import DISCONNECTED, DecodeContext
+from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.decode_context import DISCONNECTED, DecodeContext
 from whisper_endpoint.serving.realtime.session import Decoder
 from whisper_endpoint.serving.service import InferenceService
 

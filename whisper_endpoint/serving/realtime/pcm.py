@@ -12,7 +12,7 @@ import binascii
 import av
 import numpy as np
 
-from whisper_endpoint.audio import TARGET_RATE
+from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.serving.realtime.events import EventError
 
 

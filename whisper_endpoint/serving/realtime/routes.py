@@ -22,7 +22,7 @@ from starlette.websockets import WebSocketState
 
 from whisper_endpoint.adapters.errors import QueueFullError
 from whisper_endpoint.adapters.http import error_reply
-from whisper_endpoint.errors import EndpointError, InvalidParameterError
+from whisper_endpoint.core.errors import EndpointError, InvalidParameterError
 from whisper_endpoint.serving.auth import APIKeys, UnauthorizedError
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.realtime import events

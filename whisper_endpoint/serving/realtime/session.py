@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from whisper_endpoint.audio import TARGET_RATE
-from whisper_endpoint.errors import EndpointError
+from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.serving.realtime import events
 from whisper_endpoint.serving.realtime.agreement import LocalAgreement
 from whisper_endpoint.serving.realtime.config import SessionConfig

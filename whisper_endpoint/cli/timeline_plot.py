@@ -15,8 +15,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter
 
-from whisper_endpoint.results import SpeakerTurn
-from whisper_endpoint.speaker_merge import LabeledWord, speaker_runs
+from whisper_endpoint.core.types import SpeakerTurn
+from whisper_endpoint.speakers.merge import LabeledWord, speaker_runs
 
 SECONDS_PER_INCH = 20.0  # x scale before the width limits below
 WIDTH_IN = (8.0, 32.0)

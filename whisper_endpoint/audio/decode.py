@@ -19,8 +19,9 @@ from dataclasses import dataclass
 import av
 import numpy as np
 
-from whisper_endpoint.declared_length import truncation_warnings
-from whisper_endpoint.errors import (
+from whisper_endpoint.audio.declared_length import truncation_warnings
+from whisper_endpoint.core.config import MAX_CHANNELS
+from whisper_endpoint.core.errors import (
     EmptyAudioError,
     InvalidInputError,
     PayloadTooLargeError,
@@ -28,7 +29,7 @@ from whisper_endpoint.errors import (
 )
 
 TARGET_RATE = 16000
-MAX_CHANNELS = 8  # of a multichannel request (from_array takes as many for a down-mix)
+
 _ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
 MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resampling overshoot
 

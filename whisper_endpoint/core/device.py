@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.core.errors import ModelLoadError
 
 
 def cuda_available() -> bool:

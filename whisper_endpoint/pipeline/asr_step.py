@@ -1,4 +1,5 @@
-"""No words over silence, noise or music (``drop_non_speech``, on by default).
+"""The request's ASR step: the backend's transcription, without words over silence, noise or music
+(``drop_non_speech``, on by default).
 
 Whisper decodes something from any audio: "you" from 30 s of digital silence, a repeated syllable
 from pink noise. Around the backend's transcription, on both backends and both decoding paths:
@@ -23,8 +24,8 @@ from functools import partial
 
 from whisper_endpoint.backends.decoding_options import keep
 from whisper_endpoint.backends.speech import Speech, find_speech
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.results import Segment, Transcript
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.types import Segment, Transcript
 
 NO_SPEECH_MODE = "no speech"
 DEFAULT_THRESHOLD = InferenceConfig.model_fields["no_speech_threshold"].default
@@ -32,7 +33,7 @@ NO_SPEECH_WARNING = "no speech found: the voice activity detector heard none, so
                     "(drop_non_speech: false decodes it anyway)"
 
 
-def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcript:
+def transcribe_speech(asr, samples, config: InferenceConfig, context=None) -> Transcript:
     """``asr.transcribe(samples, config, context)`` without what it decoded over non-speech."""
     if not config.drop_non_speech:
         return asr.transcribe(samples, config, context)
@@ -42,11 +43,8 @@ def transcribe(asr, samples, config: InferenceConfig, context=None) -> Transcrip
     threshold = config.no_speech_threshold
     if context is None:
         return keep_speech(asr.transcribe(samples, config), speech, threshold)
-    context.keep = partial(_over_speech_only, speech=speech, threshold=threshold)  # progress filtered alike
-    try:
-        return keep_speech(asr.transcribe(samples, config, context), speech, threshold)
-    finally:
-        context.keep = None
+    filtered = context.narrowed(keep=partial(_over_speech_only, speech=speech, threshold=threshold))  # progress alike
+    return keep_speech(asr.transcribe(samples, config, filtered), speech, threshold)
 
 
 def keep_speech(transcript: Transcript, speech: Speech, threshold: float = DEFAULT_THRESHOLD) -> Transcript:

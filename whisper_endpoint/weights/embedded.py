@@ -5,7 +5,8 @@ PyPI's size limit. ``assemble(name)`` joins the parts, checks the sha256 of the 
 value recorded here, and moves the finished directory into place with one rename, so a directory in
 the cache is always complete. Nothing here touches the network.
 
-Run ``python -m whisper_endpoint.embedded`` to assemble every model whose packages are installed.
+``python -m whisper_endpoint.weights`` (``whisper-endpoint models``) assembles every model whose packages
+are installed.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ import hashlib
 import importlib.util
 import os
 import shutil
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.core.errors import ModelLoadError
 
 PREFIX = "embedded:"
 
@@ -137,30 +137,3 @@ def installed_models() -> list[EmbeddedModel]:
         for model in MODELS.values()
         if all(importlib.util.find_spec(package) for package, _ in model.parts)
     ]
-
-
-def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.embedded") -> int:
-    import argparse
-
-    from whisper_endpoint.config import ModelSettings
-
-    parser = argparse.ArgumentParser(
-        prog=prog, description="Assemble the embedded models (PyPI packages) into the model cache (MODEL_CACHE_DIR)."
-    )
-    parser.add_argument("names", nargs="*", help=f"models to assemble ({', '.join(MODELS)}); default: every installed one")
-    names = parser.parse_args(argv).names
-    cache_dir = ModelSettings().model_cache_dir
-    wanted = [lookup(PREFIX + name) for name in names] if names else installed_models()
-    for model in wanted:
-        ct2_dir = assemble(model, cache_dir)
-        print(f"embedded:{model.name} -> {ct2_dir}")
-        try:  # the transformers backend's copy, converted once here rather than at first request
-            from whisper_endpoint.convert import converted_model_dir
-        except ImportError:  # a CTranslate2-only install without torch
-            continue
-        print(f"embedded:{model.name} (transformers) -> {converted_model_dir(ct2_dir, cache_dir)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

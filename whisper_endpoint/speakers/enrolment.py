@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from whisper_endpoint.audio import TARGET_RATE, decode_file
-from whisper_endpoint.config import KnownSpeaker, SpeakerName
-from whisper_endpoint.errors import (
+from whisper_endpoint.audio.decode import TARGET_RATE, decode_file
+from whisper_endpoint.core.config import KnownSpeaker, SpeakerName
+from whisper_endpoint.core.errors import (
     ClientError,
     InvalidInputError,
     InvalidParameterError,
@@ -26,7 +26,7 @@ from whisper_endpoint.errors import (
     PayloadTooLargeError,
 )
 
-logger = logging.getLogger(__name__)
+logger = logging.getLogger("whisper_endpoint.speaker_enrolment")  # its name in the logs, as before the move
 
 SHORTEST_CLIP_S = 2.0
 LONGEST_CLIP_S = 30.0

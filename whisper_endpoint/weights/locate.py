@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from whisper_endpoint import embedded
-from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.weights import embedded
 
 Format = Literal["ctranslate2", "transformers"]
 

@@ -1,12 +1,12 @@
-"""One response from the channels of a multichannel recording, each transcribed on its own.
+"""The channels of a multichannel recording, each transcribed on its own, merged into one set of turns.
 
 Pure functions, no model. Every word of a channel has that channel's name as its speaker (or, when the
 channel was diarized, ``name:SPEAKER_00``...). A channel's words form one turn until its speaker changes,
 or until another channel starts speaking in a pause between two of its words: the other party took the
 floor. Speech that overlaps a word (a "yeah" under a sentence) splits nothing, so overlapping speech on
 two channels stays two entries. The turns of all channels, in time order, are the response's
-``speakers``; ``chunks`` are the channels' chunks in time order, each with its ``channel``; ``text`` is
-the turns' texts in that order.
+``speakers``; ``pipeline/render.py`` adds the channels' chunks in time order, each with its ``channel``,
+and the turns' texts in that order as ``text``.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-from whisper_endpoint.render import chunks as render_chunks
-from whisper_endpoint.render import language_probability
-from whisper_endpoint.results import Transcript
+from whisper_endpoint.core.types import ChannelResult, MergedChannels, Transcript, span
 
 
 @dataclass(frozen=True)
@@ -30,55 +28,22 @@ class Spoken:
     channel: int
 
 
-@dataclass(frozen=True)
-class ChannelResult:
-    index: int
-    name: str
-    transcript: Transcript | None  # None: the channel was silent and not transcribed
-    runs: list[dict] | None = None  # diarized speaker runs with their words; None when not diarized
-    speaker_turns: list[dict] | None = None  # the channel's diarization turns (return_speaker_turns)
-
-
-def response(
-    results: list[ChannelResult], *, timestamps: str, duration: float, warnings: list[str],
-    with_words: bool = False, turns: bool = False, confidence: bool = False,
-) -> dict:
-    """The handler's response for a multichannel request: the single-channel response's keys, plus
-    ``channels`` (each channel's index, name, detected language and whether it was silent)."""
+def merge_channels(results: list[ChannelResult], *, duration: float, with_words: bool = False,
+                   turns: bool = False) -> MergedChannels:
+    """The channels' turns in time order, the channel whose language is the response's, and (``turns``)
+    the speaker turns; ``pipeline/render.py`` makes the response of them."""
     transcribed = [r for r in results if r.transcript is not None]
-    main = _main_transcript(transcribed)
     speakers = [_entry(turn, with_words, duration) for turn in channel_turns([spoken_words(r) for r in transcribed])]
-    chunks = _channel_chunks(transcribed, timestamps, duration, confidence)
-    result = {
-        "text": " ".join(entry["text"] for entry in speakers),
-        "chunks": chunks,
-        "speakers": speakers,
-        "language": main.language if main else None,
-        "language_probability": language_probability(main) if main else None,
-        "duration": round(duration, 3),
-        "warnings": list(dict.fromkeys([*warnings, *(w for r in transcribed for w in r.transcript.warnings)])),
-        "decoding": {**(transcribed[0].transcript.decoding if transcribed else {}), "channels": len(results)},
-        "channels": [_summary(r) for r in results],
-    }
-    if confidence and timestamps == "word":  # as render.response: the segments' confidence beside the words
-        result["segments"] = _channel_chunks(transcribed, "segment", duration, confidence)
-    if turns:
-        result["speaker_turns"] = speaker_turns(transcribed, speakers)
-    return result
-
-
-def _channel_chunks(transcribed: list[ChannelResult], timestamps: str, duration: float, confidence: bool) -> list:
-    chunks = [{**chunk, "channel": r.index} for r in transcribed
-              for chunk in render_chunks(r.transcript, timestamps, duration, confidence)]
-    return sorted(chunks, key=lambda chunk: (chunk["timestamp"][0], chunk["channel"]))
+    return MergedChannels(results, speakers, _main_transcript(transcribed),
+                          speaker_turns(transcribed, speakers) if turns else None)
 
 
 def spoken_words(result: ChannelResult) -> list[Spoken]:
     """A channel's words in order, each with its speaker: the channel's name, or ``name:SPEAKER_00``."""
-    if result.runs is not None:
+    if result.speakers is not None:
         # A run without words: the diarization merge's fallback, whole segments to speakers.
         return [Spoken(*w["timestamp"], w["text"], f"{result.name}:{w['speaker']}", result.index)
-                for run in result.runs for w in (run.get("words") or [run])]
+                for run in result.speakers.runs for w in (run.get("words") or [run])]
     return [Spoken(item.start, item.end, item.text, result.name, result.index)
             for segment in result.transcript.segments if segment.text.strip()
             for item in (segment.words or [segment])]
@@ -116,9 +81,9 @@ def _floor_taken(before: Spoken, after: Spoken, starts: list[tuple[float, int]])
 
 def speaker_turns(transcribed: list[ChannelResult], speakers: list[dict]) -> list[dict]:
     """Diarized channels' own turns, relabelled; else each speaker entry's span."""
-    if transcribed and all(r.speaker_turns is not None for r in transcribed):
+    if transcribed and all(r.speakers is not None and r.speakers.turns is not None for r in transcribed):
         turns = [{**t, "speaker": f"{r.name}:{t['speaker']}", "channel": r.index}
-                 for r in transcribed for t in r.speaker_turns]
+                 for r in transcribed for t in r.speakers.turns]
     else:
         turns = [{"start": e["timestamp"][0], "end": e["timestamp"][1], "speaker": e["speaker"],
                   "channel": e["channel"]} for e in speakers]
@@ -127,26 +92,14 @@ def speaker_turns(transcribed: list[ChannelResult], speakers: list[dict]) -> lis
 
 def _entry(turn: list[Spoken], with_words: bool, duration: float) -> dict:
     entry = {"speaker": turn[0].speaker, "channel": turn[0].channel, "text": "".join(w.text for w in turn).strip(),
-             "timestamp": _span(turn[0].start, max(w.end for w in turn), duration)}
+             "timestamp": span(turn[0].start, max(w.end for w in turn), duration)}
     if with_words:
-        entry["words"] = [{"text": w.text, "timestamp": _span(w.start, w.end, duration), "speaker": w.speaker}
+        entry["words"] = [{"text": w.text, "timestamp": span(w.start, w.end, duration), "speaker": w.speaker}
                           for w in turn]
     return entry
-
-
-def _span(start: float, end: float, duration: float) -> list[float]:
-    # Whisper's last timestamp can overshoot the audio; never report time past its end (as render.py).
-    return [round(min(start, duration), 3), round(min(end, duration), 3)]
 
 
 def _main_transcript(transcribed: list[ChannelResult]) -> Transcript | None:
     """The channel that said the most: its language is the response's (each channel detects its own)."""
     spoken = [r.transcript for r in transcribed if r.transcript.text]
     return max(spoken, key=lambda t: len(t.text)) if spoken else None
-
-
-def _summary(result: ChannelResult) -> dict:
-    transcript = result.transcript
-    return {"channel": result.index, "name": result.name, "language": transcript.language if transcript else None,
-            "language_probability": language_probability(transcript) if transcript else None,
-            "silent": transcript is None}

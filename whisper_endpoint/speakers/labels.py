@@ -3,43 +3,39 @@
 Diarization is off unless ``DIARIZATION_MODEL`` is set, as in the reference handler: ``embedded``
 (no account, no network), a Hub pipeline id (with ``HF_TOKEN``) or a local directory / config.yaml
 (``whisper_endpoint/diarization/``). When it is on, the ASR runs with word timestamps and every word
-gets the speaker whose turn covers it most (``whisper_endpoint/speaker_merge.py``); ``speakers`` in
+gets the speaker whose turn covers it most (``whisper_endpoint/speakers/merge.py``); ``speakers`` in
 the response is the list of consecutive runs of one speaker. Known speakers (``SPEAKERS_DIR``,
-``known_speakers``) rename the speakers they match (``speaker_names.py``) before the merge, so every
+``known_speakers``) rename the speakers they match (``speakers/names.py``) before the merge, so every
 format shows the names.
 """
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
-from whisper_endpoint import speaker_names
-from whisper_endpoint.errors import ModelLoadError, UnsupportedOptionError
-from whisper_endpoint.results import SpeakerTurn, Transcript
-from whisper_endpoint.speaker_enrolment import read_speakers_dir, request_clips, voiceprints
-from whisper_endpoint.speaker_merge import lacks_words, merge_speakers
-
-logger = logging.getLogger(__name__)
+from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.core.types import SpeakerTurn, Speakers, Transcript, clamped
+from whisper_endpoint.speakers import names as speaker_names
+from whisper_endpoint.speakers.enrolment import read_speakers_dir, request_clips, voiceprints
+from whisper_endpoint.speakers.merge import lacks_words, merge_speakers
 
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speaker_turns", "return_speaker_words",
                    "return_speaker_embeddings")
 Voiceprints = dict[str, np.ndarray]
 
 
-def load_diarizer(settings, repository_path: str = ""):
+def diarizer_from_settings(settings, repository_path: str = ""):
     """Return the diarization pipeline named by the settings, or None when diarization is off.
 
     ``repository_path``: the endpoint's repository, whose carried checkpoints ``embedded`` prefers.
     """
     if not settings.diarization_model:
         return None
-    from whisper_endpoint.device import resolve_device
-    from whisper_endpoint.diarization import load_diarizer as load_backend
+    from whisper_endpoint.core.device import resolve_device
+    from whisper_endpoint.diarization import load_diarizer
 
     token = settings.hf_token.get_secret_value() if settings.hf_token else None
-    return load_backend(
+    return load_diarizer(
         settings.diarization_model,
         token=token,
         device=resolve_device(settings.device),
@@ -72,7 +68,7 @@ def request_voices(diarizer, config, deployment: Voiceprints) -> Voiceprints:
     return {**deployment, **voiceprints(request_clips(config.known_speakers), diarizer.embed_voice)}
 
 
-def wanted(diarizer, config, warnings: list[str]) -> bool:
+def diarization_wanted(diarizer, config, warnings: list[str]) -> bool:
     """Whether this request gets speakers; explain speaker options that cannot apply."""
     if diarizer is not None:
         return config.diarize
@@ -86,32 +82,31 @@ def wanted(diarizer, config, warnings: list[str]) -> bool:
 
 
 def label_speakers(
-    diarizer, samples, transcript: Transcript, config, duration: float, warnings: list[str],
-    voices: Voiceprints | None = None,
-) -> dict:
-    """Diarize the audio, name the known speakers, and merge: the response's ``speakers`` (and
-    ``speaker_turns``, ``speaker_matches``, ``speaker_embeddings`` when asked)."""
+    diarizer, samples, transcript: Transcript, config, duration: float, voices: Voiceprints | None = None,
+) -> Speakers:
+    """Diarize the audio, name the known speakers, and merge: the speakers' runs of words (and their
+    turns, the names matched, their embeddings when asked)."""
     diarization = diarizer.diarize(
         samples,
         num_speakers=config.num_speakers,
         min_speakers=config.min_speakers,
         max_speakers=config.max_speakers,
     )
-    warnings.extend(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
-    extra: dict = {}
+    warnings = list(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
+    named, embeddings = None, None
     turns, exclusive = diarization.turns, diarization.exclusive
     if voices or config.return_speaker_embeddings:
         centroids = speaker_names.centroids(diarization.embeddings, exclusive, samples, diarizer.embed_voice)
         matches = speaker_names.match(centroids, voices) if voices else []
         turns, exclusive = speaker_names.renamed(turns, matches), speaker_names.renamed(exclusive, matches)
-        names = {found.speaker: found.name for found in matches}
+        names = {match.speaker: match.name for match in matches}
         if voices:
-            extra["speaker_matches"] = [vars(found) for found in matches]
+            named = [vars(match) for match in matches]
         if config.return_speaker_embeddings:
-            extra["speaker_embeddings"] = {"model": diarizer.embedding_model, "speakers": {
+            embeddings = {"model": diarizer.embedding_model, "speakers": {
                 names.get(label, label): [round(float(x), 6) for x in vector] for label, vector in centroids.items()}}
     # The exclusive diarization (one speaker at a time) suits word labels; overlaps would need two.
-    extra["speakers"] = merge_speakers(
+    runs = merge_speakers(
         transcript.segments, exclusive, with_words=config.return_speaker_words, duration=duration
     )
     untimed = sum(map(lacks_words, transcript.segments))
@@ -121,14 +116,18 @@ def label_speakers(
             f"{untimed} of {spoken} segments came without word times: each went whole to the speaker who "
             "overlaps it most; the other segments were labelled word by word"
         )
-    if config.return_speaker_turns:
-        extra["speaker_turns"] = [_turn(turn, duration) for turn in turns]
-    return extra
+    listed = [_turn(turn, duration) for turn in turns] if config.return_speaker_turns else None
+    return Speakers(runs, turns=listed, matches=named, embeddings=embeddings, warnings=warnings)
+
+
+def no_speakers(config) -> Speakers:
+    """What the speaker step gives when the VAD found no speech: nobody (and no turns, when asked)."""
+    return Speakers(runs=[], turns=[] if config.return_speaker_turns else None)
 
 
 def _turn(turn: SpeakerTurn, duration: float) -> dict:
     return {
-        "start": round(min(turn.start, duration), 3),
-        "end": round(min(turn.end, duration), 3),
+        "start": clamped(turn.start, duration),
+        "end": clamped(turn.end, duration),
         "speaker": turn.speaker,
     }

@@ -40,8 +40,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from whisper_endpoint.results import Segment, SpeakerTurn
-from whisper_endpoint.sentences import ends_sentence
+from whisper_endpoint.core.sentences import ends_sentence
+from whisper_endpoint.core.types import Segment, SpeakerTurn
 
 NO_TURNS_SPEAKER = "SPEAKER_00"
 SMOOTH_MAX_EVIDENCE = 0.5  # fraction of the word's duration
@@ -112,7 +112,7 @@ def speaker_runs(
 
     Text is the words' texts joined (Whisper words carry their leading space), stripped. With
     ``with_words`` each run also lists ``"words": [{"text", "timestamp", "speaker"}]``. Times are
-    rounded to ms and, given ``duration``, never past it (as the chunks in render.py).
+    rounded to ms and, given ``duration``, never past it (as the chunks in pipeline/render.py).
     """
 
     def ts(t: float) -> float:
@@ -134,17 +134,6 @@ def speaker_runs(
     for run, parts in zip(runs, texts, strict=True):
         run["text"] = "".join(parts).strip()
     return runs
-
-
-def segments_by_speaker(
-    segments: Iterable[Timed],
-    turns: Iterable[SpeakerTurn],
-    *,
-    duration: float | None = None,
-    no_turns_speaker: str | None = NO_TURNS_SPEAKER,
-) -> list[dict]:
-    """Fallback without word times: each segment whole to its max-overlap speaker, nothing split."""
-    return speaker_runs(assign_speakers(segments, turns, no_turns_speaker=no_turns_speaker), duration=duration)
 
 
 def lacks_words(segment: Segment) -> bool:

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import torch
 
-from whisper_endpoint.errors import ModelLoadError
+from whisper_endpoint.core.errors import ModelLoadError
 
 # model.bin dtype ids, in the order of ctranslate2's DataType enum (include/ctranslate2/types.h)
 _TORCH_DTYPES = (torch.float32, torch.int8, torch.int16, torch.int32, torch.float16, torch.bfloat16)
@@ -226,7 +226,7 @@ def _tokenizer(ct2_dir: Path, staging: Path):
 def _build(ct2_dir: Path, staging: Path, dtype: torch.dtype) -> None:
     from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
 
-    from whisper_endpoint.transformers_compat import save_tokenizer_files
+    from whisper_endpoint.weights.transformers_compat import save_tokenizer_files
 
     for name in ("config.json", "model.bin"):
         if not (ct2_dir / name).is_file():

@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from whisper_endpoint.audio import Audio, channels_from_array, decode_channels, decode_file, from_array
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.errors import InvalidInputError, InvalidParameterError, MissingInputError
+from whisper_endpoint.audio.decode import Audio, channels_from_array, decode_channels, decode_file, from_array
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.errors import InvalidInputError, InvalidParameterError, MissingInputError
 
 
 @dataclass

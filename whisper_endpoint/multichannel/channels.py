@@ -2,30 +2,32 @@
 
 Call centres and many meeting recorders put each party on its own channel; down-mixing throws that
 evidence away. Here the other parties' voices leaking into each channel are muted first
-(``crosstalk.py``), then each channel runs through the handler's own per-audio flow (ASR, with the VAD
-unless ``vad_filter`` says otherwise, and diarization only with ``diarize_channels: true``), and
-``channel_merge`` puts the channels' results together in time order. A silent channel (peak under
+(``crosstalk.py``), then the handler runs each channel through its own per-audio flow (ASR, with the
+VAD unless ``vad_filter`` says otherwise, and diarization only with ``diarize_channels: true``), and
+``merge.py`` puts the channels' results together in time order. A silent channel (peak under
 -60 dBFS once its leaks are muted) is not transcribed: it gives no words, and Whisper gets no chance
 to make some up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.audio import Audio
-from whisper_endpoint.channel_merge import ChannelResult, response
-from whisper_endpoint.config import InferenceConfig
-from whisper_endpoint.crosstalk import gate_crosstalk
-from whisper_endpoint.results import Transcript
+from whisper_endpoint.audio.decode import Audio
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.multichannel.crosstalk import gate_crosstalk
 
 SILENCE_PEAK = 10 ** (-60 / 20)  # -60 dBFS; digital silence, or a line with nothing but hiss
 DUPLICATE_RATIO = 1e-3  # two channels whose difference is 30 dB under the signal hold the same audio
 
-# The handler's per-audio flow: (mono samples, config, warnings) -> (transcript, {"speakers", ...}).
-Transcribe = Callable[[np.ndarray, InferenceConfig, list[str]], tuple[Transcript, dict]]
+
+@dataclass(frozen=True)
+class Channel:
+    index: int
+    name: str
+    samples: np.ndarray | None  # mono, its leaks muted; None: silent, not to be transcribed
 
 
 def channel_names(config: InferenceConfig, count: int) -> list[str]:
@@ -40,24 +42,15 @@ def diarize_wanted(diarizer, config: InferenceConfig, warnings: list[str]) -> bo
     return config.diarize_channels and diarizer is not None
 
 
-def respond(audio: Audio, config: InferenceConfig, warnings: list[str], transcribe: Transcribe) -> dict:
-    """Transcribe each channel of ``audio`` (samples: channels x n) on its own; merge the results."""
-    channel_config = _channel_config(config)
+def split_channels(audio: Audio, config: InferenceConfig, warnings: list[str]) -> list[Channel]:
+    """The channels of ``audio`` (samples: channels x n), each to be transcribed on its own."""
     _warn_duplicates(audio.samples, warnings)
-    results = []
     gated = gate_crosstalk(audio.samples)  # the other parties' voices leaking into each channel, muted
-    for index, (name, samples) in enumerate(zip(channel_names(config, len(gated)), gated, strict=True)):
-        if is_silent(samples):
-            results.append(ChannelResult(index, name, None))
-            continue
-        transcript, extra = transcribe(np.ascontiguousarray(samples), channel_config, warnings)
-        results.append(ChannelResult(index, name, transcript, extra.get("speakers"), extra.get("speaker_turns")))
-    return response(results, timestamps=config.return_timestamps, duration=audio.duration, warnings=warnings,
-                    with_words=config.return_speaker_words, turns=config.return_speaker_turns,
-                    confidence=config.return_confidence)
+    return [Channel(index, name, None if is_silent(samples) else np.ascontiguousarray(samples))
+            for index, (name, samples) in enumerate(zip(channel_names(config, len(gated)), gated, strict=True))]
 
 
-def _channel_config(config: InferenceConfig) -> InferenceConfig:
+def channel_config(config: InferenceConfig) -> InferenceConfig:
     # Each channel's turns must sit at their true times on the common timeline, but Whisper's own times
     # after a silence are loose (a first word "from" 0.0 when it was said at 1.0), and a channel is mostly
     # silence: the VAD cuts the silence out first (unless vad_filter is set), word times tighten each

@@ -17,13 +17,11 @@ A context is used by one request at a time; ``cancel`` may be called from any th
 
 from __future__ import annotations
 
-import logging
+import copy
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-
-logger = logging.getLogger(__name__)
+from dataclasses import dataclass, field
 
 # Stages a decode goes through (``Progress.stage``).
 DECODING, DIARIZING = "decoding", "diarizing"
@@ -56,38 +54,69 @@ class DecodeStopped(Exception):
 Listener = Callable[[Progress], None]
 
 
+@dataclass
+class _Shared:
+    """What every view of one request's context shares (``DecodeContext.narrowed``)."""
+
+    progress: Progress
+    listeners: list[Listener]
+    deadline: float | None  # time.monotonic() at which the decode stops (None: no deadline)
+    reason: str | None = None
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
 class DecodeContext:
     """``timeout_s``: the decode stops at its next window once that many seconds have passed since the
     context was made (None or 0: no deadline); ``timeout_setting`` names where it comes from, for the
-    error's message. ``listeners`` get every ``Progress``."""
+    error's message. ``listeners`` get every ``Progress``.
+
+    ``in_order``: False when the windows reported are not in time order (multichannel): the listeners then
+    get no segments. ``keep``: what the listeners may see of the segments decoded so far, the response's
+    own filter (the words over non-speech that pipeline/asr_step.py drops), so that streamed text is never
+    text the response drops. A step of the request that needs either asks for a ``narrowed`` view."""
 
     def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
-                 listeners: tuple[Listener, ...] = ()):
+                 listeners: tuple[Listener, ...] = (), in_order: bool = True,
+                 keep: Callable[[tuple], tuple] | None = None):
         self.started = time.monotonic()
-        self.deadline = self.started + timeout_s if timeout_s else None
         self.timeout_s, self.timeout_setting = timeout_s, timeout_setting
-        self.progress = Progress(DECODING, 0, 0)
-        self.in_order = True  # False: the windows reported are not in time order (multichannel), no segments
-        # What the listeners may see of the segments decoded so far: the response's own filter (the words
-        # over non-speech that nonspeech.py drops), so that streamed text is never text the response drops.
-        self.keep: Callable[[tuple], tuple] | None = None
-        self._listeners = list(listeners)
-        self._reason: str | None = None
-        self._lock = threading.Lock()
+        self.in_order, self.keep = in_order, keep
+        self._shared = _Shared(Progress(DECODING, 0, 0), list(listeners),
+                               self.started + timeout_s if timeout_s else None)
+
+    def narrowed(self, *, in_order: bool | None = None, keep: Callable[[tuple], tuple] | None = None) -> DecodeContext:
+        """The same request's context (listeners, deadline, stop signal, progress) for one step, whose
+        reports are not in time order (``in_order=False``) or whose segments the listeners see filtered."""
+        view = copy.copy(self)  # shares ``_shared``
+        view.in_order = self.in_order if in_order is None else in_order
+        view.keep = keep if keep is not None else self.keep
+        return view
+
+    @property
+    def progress(self) -> Progress:
+        return self._shared.progress
+
+    @property
+    def deadline(self) -> float | None:
+        return self._shared.deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self._shared.deadline = value
 
     def listen(self, listener: Listener) -> None:
-        self._listeners.append(listener)
+        self._shared.listeners.append(listener)
 
     def cancel(self, reason: str) -> None:
         """Stop the decode at its next window (the first reason given is kept)."""
-        with self._lock:
-            self._reason = self._reason or reason
+        with self._shared.lock:
+            self._shared.reason = self._shared.reason or reason
 
     @property
     def stop_reason(self) -> str | None:
         """Why the decode must stop now, or None."""
-        if self._reason is not None:
-            return self._reason
+        if self._shared.reason is not None:
+            return self._shared.reason
         if self.deadline is not None and time.monotonic() >= self.deadline:
             return DEADLINE
         return None
@@ -118,6 +147,6 @@ class DecodeContext:
         self.report(self.progress.windows_done, self.progress.windows_total, stage=stage)
 
     def _notify(self, progress: Progress) -> None:
-        self.progress = progress
-        for listener in self._listeners:
+        self._shared.progress = progress
+        for listener in self._shared.listeners:
             listener(progress)

@@ -24,10 +24,10 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from whisper_endpoint.audio import MAX_CHANNELS
-from whisper_endpoint.languages import normalize_language
+from whisper_endpoint.core.languages import normalize_language
 
 DEFAULT_ASR_MODEL = "embedded:base"
+MAX_CHANNELS = 8  # of a multichannel request (from_array takes as many for a down-mix)
 ChannelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=64)]
 MAX_KNOWN_SPEAKERS = 8  # names per request
 MAX_CLIPS_PER_SPEAKER = 3
@@ -74,7 +74,7 @@ class ModelSettings(BaseSettings):
 
     asr_model: str = Field(
         DEFAULT_ASR_MODEL,
-        description="Hub id, local directory, or embedded:<name> (tiny.en, base, small).",
+        description="Hub id, local directory, or embedded:<name> (tiny.en, base).",
     )
     assistant_model: Optional[str] = Field(
         None, description="Assistant for speculative decoding (transformers backend); off when unset."
@@ -118,7 +118,7 @@ class ModelSettings(BaseSettings):
         ge=1,
         le=256,
         description="Most windows decoded at once (a request's batch_size is capped by it); unset: the "
-        "device's default (device.py).",
+        "device's default (core/device.py).",
     )
     speakers_dir: Optional[Path] = Field(
         None, description="Known speakers: one folder per name holding 2-30 s clips of that voice, embedded at "
