@@ -42,10 +42,13 @@ class ServerSettings(BaseSettings):
     )
     max_concurrency: int = Field(
         1, ge=1, le=64, description="Requests decoded at once; 1 suits a CPU (one decode uses all cores). Jobs have "
-        "slots of their own (JOBS_CONCURRENCY); the ctranslate2 model gets a worker for each slot unless NUM_WORKERS is set."
+        "slots of their own (JOBS_CONCURRENCY); the ctranslate2 model gets a worker for each slot unless "
+        "NUM_WORKERS is set."
     )
     max_queue: int = Field(
-        32, ge=0, le=10000, description="Requests waiting for a slot; beyond it 429 with Retry-After (the expected wait, from recent decode times)."
+        32, ge=0, le=10000,
+        description="Requests waiting for a slot; beyond it 429 with Retry-After (the expected wait, from recent "
+        "decode times).",
     )
     max_body_bytes: int = Field(
         25 * MB, ge=1, description="Largest request body on /, /predict and /v1 (OpenAI's 25 MB)."
@@ -55,7 +58,8 @@ class ServerSettings(BaseSettings):
     sagemaker_max_body_bytes: int = Field(6 * MB, ge=1, description="Largest body on /invocations; raise it for batch "
                                           "transform (up to 100 MB) and asynchronous inference (up to 1 GB).")
     sagemaker_max_payload_in_mb: Optional[int] = Field(
-        None, ge=1, description="Set by SageMaker batch transform; when SAGEMAKER_MAX_BODY_BYTES is not set, the /invocations limit follows it."
+        None, ge=1, description="Set by SageMaker batch transform; when SAGEMAKER_MAX_BODY_BYTES is not set, the "
+        "/invocations limit follows it."
     )
     body_timeout_s: float = Field(
         30.0, gt=0, description="Longest wait for the next piece of a request body (408 past it)."
