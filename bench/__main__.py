@@ -110,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="bench-work-"))
     for name in args.items:
         print(f"[bench] {name} started, load {loadavg()}", file=sys.stderr, flush=True)
-        results["items"][name] = run_item(name, plan, workdir)
+        # Each item names the code it measured (taken before it runs): items re-run alone come from
+        # different commits.
+        source = source_state()
+        results["items"][name] = {**run_item(name, plan, workdir), "source": source}
         json_path.write_text(json.dumps(results, indent=1) + "\n")
         entry = results["items"][name]
         print(f"[bench] {name}: {entry['status']} in {entry['wall_s']} s", file=sys.stderr, flush=True)

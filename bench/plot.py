@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 
@@ -136,6 +138,13 @@ PANELS = (("overhead", _overhead), ("precision", _precision), ("batching", _batc
           ("diarization", _merge))
 
 
+def digest(results: dict) -> str:
+    """What the plot is drawn from: the results and this module's code. draw() stores it in the PNG, so
+    a check can tell a stale plot without redrawing (pixels differ between FreeType builds)."""
+    data = json.dumps(results, sort_keys=True).encode() + Path(__file__).read_bytes()
+    return hashlib.sha256(data).hexdigest()
+
+
 def draw(results: dict, path: Path) -> None:
     import matplotlib
 
@@ -164,5 +173,6 @@ def draw(results: dict, path: Path) -> None:
                  + (" (quick smoke run)" if env.get("quick") else ""), fontsize=11)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=90)
+    # No timestamp or version in the file: the same results give the same metadata.
+    fig.savefig(path, dpi=90, metadata={"Software": None, "Source digest": digest(results)})
     plt.close(fig)

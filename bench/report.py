@@ -189,7 +189,7 @@ SECTIONS = (
     ("diarization", "5. Diarization share and the speaker merge", _diarization),
     ("scaling", "6. Scaling with audio length (ctranslate2, int8, one process per length)", _scaling),
     ("serving", "7. Short-request latency and load test (server on loopback)", _serving),
-    ("concurrency", "9. Requests at once: MAX_CONCURRENCY 1 vs 2 (server on loopback, issue 16)", _concurrency),
+    ("concurrency", "9. Requests at once: MAX_CONCURRENCY 1 vs 2 (server on loopback)", _concurrency),
 )
 
 

@@ -74,23 +74,26 @@ class ModelSettings(BaseSettings):
 
     asr_model: str = Field(
         DEFAULT_ASR_MODEL,
-        description="Hub id, local directory, or embedded:<name> (tiny.en, base).",
+        description="Hub id, local directory, or embedded:tiny.en / embedded:base (or a model stored in the endpoint "
+        "repository, which then is the default).",
     )
     assistant_model: Optional[str] = Field(
         None, description="Assistant for speculative decoding (transformers backend); off when unset."
     )
     diarization_model: Optional[str] = Field(
-        None, description="pyannote pipeline (Hub id, directory or 'embedded'); off when unset."
+        None, description="'embedded', a pyannote Hub pipeline id, or a local pipeline directory / config.yaml; "
+        "off when unset."
     )
     # The toolkit exports HF_HUB_TOKEN; users usually set HF_TOKEN. Accept both, never print either.
     hf_token: Optional[SecretStr] = Field(
-        None, validation_alias=AliasChoices("HF_TOKEN", "HF_HUB_TOKEN", "hf_token")
+        None, validation_alias=AliasChoices("HF_TOKEN", "HF_HUB_TOKEN", "hf_token"),
+        description="For gated or private Hub models; a secret, never logged.",
     )
     asr_backend: Literal["auto", "ctranslate2", "transformers"] = Field(
         "auto",
         description="auto: ctranslate2 for CTranslate2 models (embedded ones included), transformers otherwise.",
     )
-    device: Literal["auto", "cpu", "cuda"] = "auto"
+    device: Literal["auto", "cpu", "cuda"] = Field("auto", description="auto: cuda when available, else cpu.")
     compute_type: Literal[
         "auto", "int8", "int8_float16", "int8_float32", "int8_bfloat16", "float16", "bfloat16", "float32"
     ] = Field(
@@ -107,9 +110,12 @@ class ModelSettings(BaseSettings):
         1, ge=1, le=64,
         description="ctranslate2: requests the one loaded model decodes in parallel (CTranslate2 workers; "
         "each extra one holds its own buffers, not another copy of the weights). The server and Ray "
-        "replicas set it to their decode concurrency unless NUM_WORKERS is set.",
+        "replicas set it to their decode concurrency unless NUM_WORKERS is set. About 29 MiB each once used.",
     )
-    model_cache_dir: Path = Field(default_factory=_default_cache_dir)
+    model_cache_dir: Path = Field(
+        default_factory=_default_cache_dir,
+        description="Where embedded models are assembled ($XDG_CACHE_HOME is honoured).",
+    )
     max_audio_seconds: float = Field(
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
     )
@@ -118,7 +124,8 @@ class ModelSettings(BaseSettings):
         ge=1,
         le=256,
         description="Most windows decoded at once (a request's batch_size is capped by it); unset: the "
-        "device's default (core/device.py).",
+        "device's default (core/device.py): 8 on CPU and 24 on CUDA; each window encoded at once holds 91 MiB for "
+        "embedded:base on CPU.",
     )
     speakers_dir: Optional[Path] = Field(
         None, description="Known speakers: one folder per name holding 2-30 s clips of that voice, embedded at "
@@ -140,7 +147,8 @@ class SubtitleOptions(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
     subtitle_cues: Literal["readable", "segment"] = Field(
-        "readable", description="srt/vtt: 'readable' cuts cues from the words by the rules below (word timestamps "
+        "readable", description="srt/vtt: 'readable' cuts cues from the words by the broadcast rules of "
+        "docs/subtitles.md (word timestamps "
         "are computed for it); 'segment' gives one cue per segment, or per speaker run when diarized.",
     )
     max_line_width: int = Field(
@@ -173,48 +181,72 @@ class InferenceConfig(SubtitleOptions):
     The one definition of what a request may ask for: the request flow, the backends and the
     diarization step all read this object (frozen: a step that needs other options makes a
     ``model_copy(update=...)``). Adding a parameter is one field here, the code that reads it, and
-    one row of the README's parameter table (tests/test_parameters.py checks all three agree).
+    its description, from which docs/parameters.md's table is generated (``python -m scripts.generate_docs``).
     """
 
     model_config = ConfigDict(extra="ignore", frozen=True)
     # Fields no step of the handler reads because the renderers consume them (srt and vtt cues).
     ROUTE_ONLY: ClassVar[frozenset[str]] = frozenset(SubtitleOptions.model_fields)
 
-    task: Literal["transcribe", "translate"] = "transcribe"
-    batch_size: int = Field(24, ge=1, le=256)
-    assisted: bool = False
-    chunk_length_s: int = Field(30, ge=1, le=30, description="Whisper's window is 30 s at most.")
+    task: Literal["transcribe", "translate"] = Field(
+        "transcribe", description="translate: into English (multilingual models only)."
+    )
+    batch_size: int = Field(
+        24, ge=1, le=256, description="Windows decoded at once on long audio; at most MAX_BATCH_SIZE (lowered, with "
+        "a warning, when asked for more).",
+    )
+    assisted: bool = Field(
+        False, description="Speculative decoding (transformers backend with ASSISTANT_MODEL; greedy, with "
+        "return_timestamps none).",
+    )
+    chunk_length_s: int = Field(
+        30, ge=1, le=30, description="The longest window on long audio (Whisper's window is 30 s at most); under 15 "
+        "it is raised to 15, since each window costs a full 30 s encoder pass.",
+    )
     sampling_rate: int = Field(
         16000, ge=1000, le=384000, description="Rate of an array input; files carry their own."
     )
-    language: Optional[str] = Field(None, description="Code or English name; None detects it.")
-    num_speakers: Optional[int] = Field(None, ge=1, le=100)
-    min_speakers: Optional[int] = Field(None, ge=1, le=100)
-    max_speakers: Optional[int] = Field(None, ge=1, le=100)
-    beam_size: int = Field(1, ge=1, le=10)
-    return_timestamps: Literal["none", "segment", "word"] = "segment"
-    initial_prompt: Optional[str] = Field(None, max_length=2000)
-    vad_filter: bool = False
+    language: Optional[str] = Field(
+        None, description="Code or English name (ja, japanese, mandarin...); none or auto detects it."
+    )
+    num_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: the number of speakers.")
+    min_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at least this many (<= max).")
+    max_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at most this many.")
+    beam_size: int = Field(
+        1, ge=1, le=10, description="1: greedy, as the reference handler; 2-5 trade speed for quality."
+    )
+    return_timestamps: Literal["none", "segment", "word"] = Field(
+        "segment", description="What chunks are: segments, words, or none (true / false accepted)."
+    )
+    initial_prompt: Optional[str] = Field(
+        None, max_length=2000, description="Text that primes vocabulary and style; Whisper keeps its last 223 tokens "
+        "(longer prompts are trimmed, with a warning); the text of a control token such as <|endoftext|> is a 422.",
+    )
+    vad_filter: bool = Field(
+        False, description="Drop non-speech before decoding (short audio; long audio always runs through the VAD)."
+    )
     temperature: float = Field(
         0.0, ge=0.0, le=1.0,
         description="0: greedy, with the backend's fallback schedule (ctranslate2: 0.2, 0.4... when a window's text "
-        "repeats or is unlikely); > 0: sampled at this temperature.",
+        "repeats or is unlikely; transformers: none); > 0: sampled at this temperature. OpenAI's temperature field.",
     )
     hotwords: Optional[str] = Field(
         None, max_length=1000, description="Words to favour (names, terms): faster-whisper's hotwords; transformers: "
-        "a prompt before initial_prompt.",
+        "a prompt before initial_prompt. Both share Whisper's 223-token prompt budget, the hotwords first.",
     )
     condition_on_previous_text: bool = Field(
-        True, description="Sequential decoding: each window sees the text before it (false: less repetition).",
+        True, description="Sequential decoding: each window sees the text before it (false: less repetition). Long "
+        "audio on ctranslate2 is decoded in independent batched windows (a warning when set).",
     )
     no_speech_threshold: float = Field(
         0.6, ge=0.0, le=1.0,
-        description="A window whose no-speech probability is above it and whose average log-probability is "
-        "under -1 is skipped.",
+        description="Whisper's rule: a window whose no-speech probability is above it and whose average "
+        "log-probability is under -1 is skipped (also by drop_non_speech after any decode).",
     )
     return_confidence: bool = Field(
         False, description="Chunks carry Whisper's confidence: words 'probability'; segments 'avg_logprob', "
-        "'no_speech_prob', 'compression_ratio', 'temperature'.",
+        "'no_speech_prob', 'compression_ratio', 'temperature'; word chunks come with 'segments' beside them. "
+        "Always on in OpenAI's verbose_json.",
     )
     drop_non_speech: bool = Field(
         True,
@@ -237,14 +269,16 @@ class InferenceConfig(SubtitleOptions):
     )
     channel_names: Optional[list[ChannelName]] = Field(
         None, min_length=1, max_length=MAX_CHANNELS,
-        description="Multichannel: one name per channel (default CHANNEL_0...).",
+        description="Multichannel: one name per channel (default CHANNEL_0...); as text (query string, form "
+        "fields) a JSON list or comma-separated names.",
     )
     diarize_channels: bool = Field(
         False, description="Multichannel: also diarize each channel (with DIARIZATION_MODEL set)."
     )
     known_speakers: Optional[list[KnownSpeaker]] = Field(
         None, min_length=1, max_length=MAX_KNOWN_SPEAKERS,
-        description="Voices to name: [{'name', 'audio': base64 clip or list of 1-3}], clips of 2-30 s.",
+        description="With diarization: voices to name, [{'name', 'audio': base64 clip or list of 1-3}], clips "
+        "(base64 or data URLs) of 2-30 s of that voice alone; speakers that match take the names.",
     )
     return_speaker_embeddings: bool = Field(
         False, description="Return one speaker embedding per speaker, with the embedding model's name."

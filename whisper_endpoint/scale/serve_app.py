@@ -37,8 +37,8 @@ class ScaleSettings(BaseSettings):
     gpus_per_replica: float = Field(0.0, ge=0, description="GPUs per replica (0.5: two replicas share a GPU).")
     host: str = Field("0.0.0.0", description="Serve's HTTP proxy address.")
     port: int = Field(8000, ge=1, le=65535, description="Serve's HTTP proxy port.")
-    route_prefix: str = "/"
-    name: str = "whisper"
+    route_prefix: str = Field("/", description="Serve's HTTP route prefix.")
+    name: str = Field("whisper", description="The Serve deployment's name.")
 
     @model_validator(mode="after")
     def _bounds(self):

@@ -32,7 +32,8 @@ class ServerSettings(BaseSettings):
     host: str = Field("0.0.0.0", description="Interface to bind.")
     # SageMaker always calls port 8080 (it may ask for another one with SAGEMAKER_BIND_TO_PORT).
     port: int = Field(
-        8080, ge=1, le=65535, validation_alias=AliasChoices("PORT", "SAGEMAKER_BIND_TO_PORT", "port")
+        8080, ge=1, le=65535, validation_alias=AliasChoices("PORT", "SAGEMAKER_BIND_TO_PORT", "port"),
+        description="Port (SageMaker always calls 8080).",
     )
     model_dir: str = Field(
         default_factory=_default_model_dir,
@@ -40,26 +41,32 @@ class ServerSettings(BaseSettings):
         "/opt/ml/model when present, else none.",
     )
     max_concurrency: int = Field(
-        1, ge=1, le=64, description="Requests decoded at once; 1 suits a CPU (one decode uses all cores)."
+        1, ge=1, le=64, description="Requests decoded at once; 1 suits a CPU (one decode uses all cores). Jobs have "
+        "slots of their own (JOBS_CONCURRENCY); the ctranslate2 model gets a worker for each slot unless "
+        "NUM_WORKERS is set."
     )
     max_queue: int = Field(
-        32, ge=0, le=10000, description="Requests waiting for a slot; beyond it 429 with Retry-After."
+        32, ge=0, le=10000,
+        description="Requests waiting for a slot; beyond it 429 with Retry-After (the expected wait, from recent "
+        "decode times).",
     )
     max_body_bytes: int = Field(
         25 * MB, ge=1, description="Largest request body on /, /predict and /v1 (OpenAI's 25 MB)."
     )
     # SageMaker real-time endpoints accept 6 MB; batch transform sends SAGEMAKER_MAX_PAYLOAD_IN_MB
     # (up to 100) and asynchronous inference up to 1 GB, so those deployments raise this.
-    sagemaker_max_body_bytes: int = Field(6 * MB, ge=1, description="Largest body on /invocations.")
+    sagemaker_max_body_bytes: int = Field(6 * MB, ge=1, description="Largest body on /invocations; raise it for batch "
+                                          "transform (up to 100 MB) and asynchronous inference (up to 1 GB).")
     sagemaker_max_payload_in_mb: Optional[int] = Field(
-        None, ge=1, description="Set by SageMaker batch transform; overrides the /invocations limit."
+        None, ge=1, description="Set by SageMaker batch transform; when SAGEMAKER_MAX_BODY_BYTES is not set, the "
+        "/invocations limit follows it."
     )
     body_timeout_s: float = Field(
         30.0, gt=0, description="Longest wait for the next piece of a request body (408 past it)."
     )
     request_timeout_s: float = Field(
-        0.0, ge=0, description="Deadline of a request on /, /predict and /v1 (0: none); past it the decode "
-        "stops at its next window and the answer is 504.",
+        0.0, ge=0, description="Deadline of a request on /, /predict and /v1 (0: none), counted from its "
+        "arrival (upload and queue included); past it the decode stops at its next window and the answer is 504.",
     )
     # SageMaker real-time endpoints give up on an invocation after 60 s; the decode should not go on.
     sagemaker_request_timeout_s: float = Field(
@@ -69,13 +76,14 @@ class ServerSettings(BaseSettings):
     graceful_timeout_s: float = Field(
         60.0, ge=0, description="On SIGTERM, how long in-flight and queued requests may still run."
     )
-    log_level: str = "info"
+    log_level: str = Field("info", description="Python logging level of the server's log.")
     # Live transcription (GET /v1/realtime, a WebSocket; serving/realtime/).
     realtime_max_sessions: int = Field(
         4, ge=0, le=1000, description="Live sessions open at once; 0 turns /v1/realtime off."
     )
     realtime_idle_timeout_s: float = Field(
-        60.0, gt=0, description="A live session that sends no event for this long is closed."
+        60.0, gt=0, description="A live session without an event for this long, and whose decodes have not moved (a "
+        "window, a transcript) for as long, is closed; its decodes stop at their next window."
     )
     realtime_max_session_s: float = Field(
         1800.0, gt=0, description="Longest live session (OpenAI's is 30 minutes); closed past it."
@@ -109,7 +117,8 @@ class ServerSettings(BaseSettings):
     ui_enabled: bool = Field(True, description="Serve the web page at /ui (and redirect GET / there).")
     ui_jobs_after_s: float = Field(
         60.0, ge=0, description="The page sends files longer than this through the jobs API (progress that "
-        "survives a reload) when jobs are on; shorter ones to POST /predict. 0: every file as a job.",
+        "survives a reload) when jobs are on; shorter ones to POST /predict. 0: every file as a job; without jobs "
+        "(JOBS_ENABLED=false) every file goes to POST /predict.",
     )
     # Several ASR models (serving/model_pool.py); unset: the one model of ASR_MODEL.
     asr_models: Annotated[list[str], NoDecode] = Field(
