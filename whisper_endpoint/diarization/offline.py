@@ -34,6 +34,7 @@ from pyannote.core import Segment
 
 from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
+from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 from whisper_endpoint.errors import ModelLoadError
 
 # Chosen on the test files with scripts/evaluate_diarization.py: 0.6 keeps every file's speaker count
@@ -115,6 +116,11 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             plda=_no_plda(),
             clustering="AgglomerativeClustering",
             embedding_batch_size=embedding_batch_size,
+        )
+        # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
+        self._segmentation = SharedSincInference(
+            segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
+            skip_aggregation=True, batch_size=segmentation_batch_size,
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)
