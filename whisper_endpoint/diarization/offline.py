@@ -35,6 +35,7 @@ from pyannote.core import Segment
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
+from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 
 # Chosen on the test files with scripts/evaluate_diarization.py: 0.6 keeps every file's speaker count
 # at segmentation_step 0.25 (0.55..0.65 do) and at 0.1 (0.5..0.6 do); centroid linkage, because
@@ -115,6 +116,11 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             plda=_no_plda(),
             clustering="AgglomerativeClustering",
             embedding_batch_size=embedding_batch_size,
+        )
+        # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
+        self._segmentation = SharedSincInference(
+            segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
+            skip_aggregation=True, batch_size=segmentation_batch_size,
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)

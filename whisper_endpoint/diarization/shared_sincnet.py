@@ -1,0 +1,136 @@
+"""Segmentation windows with SincNet's first filterbank computed once over the input, not once per window.
+
+At a step of a tenth of the window (offline.py's SEGMENTATION_STEP) every sample lies in ten windows, and
+segmentation-3.0's first layer (80 sinc filters of 251 taps at a stride of 10 samples) is about a third of
+the model's time. That layer is linear, and the window's instance norm before it is an affine map of the
+window, so a window's first-layer output is a slice of the input's, scaled and shifted by the window's own
+statistics:
+
+    conv(w * (x - mean) / sqrt(var + eps) + b) = a * conv(x) + c * sum(filter),
+    a = w / sqrt(var + eps),  c = b - a * mean
+
+Everything after the first layer (abs, pooling, the later norms and convolutions, the LSTM) still runs per
+window, as PyanNet.forward does. The outputs equal pyannote's to float32 rounding (tests/test_shared_sincnet.py
+states the tolerance); any model this does not recognise, and the zero-padded last window, take pyannote's
+own path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from pyannote.audio.core.inference import Inference
+from pyannote.audio.models.segmentation import PyanNet
+from pyannote.audio.utils.multi_task import map_with_specifications
+from pyannote.core import SlidingWindow, SlidingWindowFeature
+
+# Windows whose first layer is computed in one convolution: 16 windows at a 1 s step cover 25 s, so the
+# shared output is 80 x 40,000 floats (12.8 MB). Measured on a 125 s dialogue, one thread: 4 windows per
+# span saved 8% of segmentation, 16 and 32 saved 20-21%, 64 no more (a larger span's output leaves the cache).
+SPAN_WINDOWS = 16
+
+
+class SharedSincInference(Inference):
+    """pyannote's Inference (skip_aggregation, as SpeakerDiarization makes it) with the shared first layer."""
+
+    def slide(self, waveform: torch.Tensor, sample_rate: int, hook: Callable | None):
+        window_size = self.model.audio.get_num_samples(self.duration)
+        step_size = round(self.step * sample_rate)
+        channels, num_samples = waveform.shape
+        if not (_shareable(self.model, step_size) and self.skip_aggregation and channels == 1
+                and num_samples >= window_size):
+            return super().slide(waveform, sample_rate, hook)
+        num_chunks = (num_samples - window_size) // step_size + 1
+        has_last_chunk = (num_samples - window_size) % step_size > 0
+        total = num_chunks + has_last_chunk
+        if hook is not None:
+            hook(completed=0, total=total)
+        layer = _FirstLayer(self.model, waveform[0].to(self.device), window_size, step_size)
+        outputs = []
+        for span_start in range(0, num_chunks, SPAN_WINDOWS):
+            span = range(span_start, min(span_start + SPAN_WINDOWS, num_chunks))
+            shared = layer.over(span)
+            for first in range(span.start, span.stop, self.batch_size):
+                batch = range(first, min(first + self.batch_size, span.stop))
+                outputs.append(self._infer_from_first_layer(layer.windows(shared, span.start, batch)))
+                if hook is not None:
+                    hook(completed=batch.stop, total=total)
+        if has_last_chunk:
+            # The zero-padded last window: pyannote's own path, exactly as Inference.slide pads it.
+            last_chunk = F.pad(waveform[:, num_chunks * step_size:], (0, window_size - (num_samples - num_chunks * step_size)))
+            outputs.append(self.infer(last_chunk[None]))
+            if hook is not None:
+                hook(completed=total, total=total)
+        frames = SlidingWindow(start=0.0, duration=self.duration, step=self.step)
+        return SlidingWindowFeature(np.vstack(outputs), frames)
+
+    def _infer_from_first_layer(self, first: torch.Tensor) -> np.ndarray:
+        with torch.inference_mode():
+            scores = _after_first_layer(self.model, first)
+        return map_with_specifications(
+            self.model.specifications, lambda output, conversion, **_: conversion(output).cpu().numpy(),
+            scores, self.conversion,
+        )
+
+
+def _shareable(model, step_size: int) -> bool:
+    """The model is PyanNet as segmentation-3.0 builds it, and windows start on the first layer's stride."""
+    if not isinstance(model, PyanNet) or not model.hparams.lstm.get("monolithic", False):
+        return False
+    encoder = model.sincnet.conv1d[0]
+    return getattr(encoder, "padding", None) == 0 and step_size % encoder.stride == 0
+
+
+class _FirstLayer:
+    """The input's first-layer output, computed a span of windows at a time, and each window's share of it."""
+
+    def __init__(self, model, samples: torch.Tensor, window_size: int, step_size: int):
+        encoder = model.sincnet.conv1d[0]
+        self.norm = model.sincnet.wav_norm1d
+        with torch.inference_mode():
+            self.filters = encoder.get_filters()  # (80, 1, taps)
+            self.filter_sums = self.filters.sum(dim=(1, 2))[:, None]  # (80, 1)
+        self.samples = samples
+        self.stride = encoder.stride
+        self.window_size = window_size
+        self.step_size = step_size
+        self.frames = (window_size - self.filters.shape[-1]) // self.stride + 1  # first-layer frames per window
+
+    def over(self, span: range) -> torch.Tensor:
+        """(80, frames) over the samples of windows ``span``."""
+        start = span.start * self.step_size
+        stop = (span.stop - 1) * self.step_size + self.window_size
+        with torch.inference_mode():
+            return F.conv1d(self.samples[None, None, start:stop], self.filters, stride=self.stride)[0]
+
+    def windows(self, shared: torch.Tensor, span_start: int, batch: range) -> torch.Tensor:
+        """(len(batch), 80, frames): what the first layer gives each window of ``batch``."""
+        offset = self.step_size // self.stride
+        pieces = []
+        with torch.inference_mode():
+            for i in batch:
+                # The window's instance norm, as an affine map of its samples (biased variance, as InstanceNorm).
+                samples = self.samples[i * self.step_size:i * self.step_size + self.window_size]
+                scale = self.norm.weight[0] / torch.sqrt(samples.var(unbiased=False) + self.norm.eps)
+                shift = self.norm.bias[0] - scale * samples.mean()
+                at = (i - span_start) * offset
+                pieces.append(shared[:, at:at + self.frames] * scale + shift * self.filter_sums)
+            return torch.stack(pieces)
+
+
+def _after_first_layer(model, first: torch.Tensor) -> torch.Tensor:
+    """PyanNet.forward (and SincNet.forward) from the first layer's output on."""
+    sincnet = model.sincnet
+    outputs = torch.abs(first)
+    for c in range(len(sincnet.conv1d)):
+        if c > 0:
+            outputs = sincnet.conv1d[c](outputs)
+        outputs = F.leaky_relu(sincnet.norm1d[c](sincnet.pool1d[c](outputs)))
+    outputs, _ = model.lstm(outputs.transpose(1, 2))  # batch feature frame -> batch frame feature
+    if model.hparams.linear["num_layers"] > 0:
+        for linear in model.linear:
+            outputs = F.leaky_relu(linear(outputs))
+    return model.activation(model.classifier(outputs))
