@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from tests.conftest import CLIPS, decode_reference, encode, read_clip
 from tests.serving_helpers import CLIP
 from whisper_endpoint import formats
-from whisper_endpoint.backends import cost, windows
+from whisper_endpoint.backends import cost, decoding_options, windows
 from whisper_endpoint.backends.ctranslate2_backend import _RequestPipeline
 from whisper_endpoint.config import InferenceConfig, ModelSettings
 from whisper_endpoint.errors import ClientError, InvalidParameterError
@@ -386,3 +386,17 @@ def test_the_readme_parameter_table_matches_the_schema():
     wrong = {name: (rows[name], field.default) for name, field in InferenceConfig.model_fields.items()
              if rows[name].split()[0].strip("`") not in _shown(field.default)}
     assert wrong == {}, "README defaults that differ from the schema's"
+
+
+def test_long_audio_decodes_with_a_beam_unless_the_request_sets_one(tiny_handler, monkeypatch):
+    """No beam_size: greedy within one window (as the reference handler), LONG_FORM_BEAM_SIZE over batched
+    windows and their second pass; beam_size 1 keeps long audio greedy (the cheaper mode)."""
+    _patch_for("batched", monkeypatch)
+    wide, greedy = decoding_options.LONG_FORM_BEAM_SIZE, 1
+    default = observe(tiny_handler, _inputs("batched"), dict(BATCHED))
+    assert wide > 1 and default.batch and {c["beam_size"] for c in default.batch + default.decode} == {wide}
+    assert default.response["decoding"]["beam_size"] == wide
+    asked = observe(tiny_handler, _inputs("batched"), {**dict(BATCHED), "beam_size": greedy})
+    assert asked.batch and {c["beam_size"] for c in asked.batch + asked.decode} == {greedy}
+    short = observe(tiny_handler, _inputs("array"), {})
+    assert short.decode and {c["beam_size"] for c in short.decode} == {greedy}
