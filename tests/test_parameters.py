@@ -195,10 +195,11 @@ EFFECTS: dict[str, Effect] = {
         "avg_logprob" in c for c in o.response["segments"])),
     # Silence: nothing reaches the decoder unless non-speech is kept.
     "drop_non_speech": Effect(False, lambda o: len(o.decode) == 1, audio="silence"),
-    # Without it no window remainder reaches the sequential decoder (the run with it must have some).
+    # Without it no window remainder reaches the sequential decoder (the run with it must have some: greedy
+    # leaves remainders on this input, a beam finishes its windows).
     "recover_dropped_speech": Effect(False, lambda o: o.response["decoding"]["remainders_decoded_again"] == 0
                                      and not any("max_new_tokens" in c for c in o.decode),
-                                     audio="batched", base=BATCHED),
+                                     audio="batched", base=(*BATCHED, ("beam_size", 1))),
     "diarize": Effect(False, lambda o: o.diarize == [] and o.response["speakers"] == [], **DIARIZED),
     "return_speaker_turns": Effect(True, lambda o: bool(o.response.get("speaker_turns")), **DIARIZED),
     "return_speaker_words": Effect(True, _words_of, **DIARIZED),
