@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from tests.conftest import CLIPS, decode_reference, encode, read_clip
 from tests.serving_helpers import CLIP
 from whisper_endpoint import formats
-from whisper_endpoint.backends import cost, windows
+from whisper_endpoint.backends import cost, decoding_options, windows
 from whisper_endpoint.backends.ctranslate2_backend import _RequestPipeline
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings
 from whisper_endpoint.core.errors import ClientError, InvalidParameterError
@@ -193,10 +193,11 @@ EFFECTS: dict[str, Effect] = {
         "avg_logprob" in c for c in o.response["segments"])),
     # Silence: nothing reaches the decoder unless non-speech is kept.
     "drop_non_speech": Effect(False, lambda o: len(o.decode) == 1, audio="silence"),
-    # Without it no window remainder reaches the sequential decoder (the run with it must have some).
+    # Without it no window remainder reaches the sequential decoder (the run with it must have some: greedy
+    # leaves remainders on this input, a beam finishes its windows).
     "recover_dropped_speech": Effect(False, lambda o: o.response["decoding"]["remainders_decoded_again"] == 0
                                      and not any("max_new_tokens" in c for c in o.decode),
-                                     audio="batched", base=BATCHED),
+                                     audio="batched", base=(*BATCHED, ("beam_size", 1))),
     "diarize": Effect(False, lambda o: o.diarize == [] and o.response["speakers"] == [], **DIARIZED),
     "return_speaker_turns": Effect(True, lambda o: bool(o.response.get("speaker_turns")), **DIARIZED),
     "return_speaker_words": Effect(True, _words_of, **DIARIZED),
@@ -362,3 +363,17 @@ def test_every_parameter_has_a_description_for_the_generated_table():
     description would be a row that says nothing."""
     silent = [name for name, field in InferenceConfig.model_fields.items() if not (field.description or "").strip()]
     assert silent == []
+
+
+def test_long_audio_decodes_with_a_beam_unless_the_request_sets_one(tiny_handler, monkeypatch):
+    """No beam_size: greedy within one window (as the reference handler), LONG_FORM_BEAM_SIZE over batched
+    windows and their second pass; beam_size 1 keeps long audio greedy (the cheaper mode)."""
+    _patch_for("batched", monkeypatch)
+    wide, greedy = decoding_options.LONG_FORM_BEAM_SIZE, 1
+    default = observe(tiny_handler, _inputs("batched"), dict(BATCHED))
+    assert wide > 1 and default.batch and {c["beam_size"] for c in default.batch + default.decode} == {wide}
+    assert default.response["decoding"]["beam_size"] == wide
+    asked = observe(tiny_handler, _inputs("batched"), {**dict(BATCHED), "beam_size": greedy})
+    assert asked.batch and {c["beam_size"] for c in asked.batch + asked.decode} == {greedy}
+    short = observe(tiny_handler, _inputs("array"), {})
+    assert short.decode and {c["beam_size"] for c in short.decode} == {greedy}

@@ -47,8 +47,8 @@ def ctranslate2(plan, lengths=LENGTHS) -> dict:
     for label, audio, repeats, language in _inputs(plan, plan.long_s, lengths):
         long = label == "long"
 
-        def mine(audio=audio, language=language, **parameters):
-            return backends.ask(handler, audio, language=language, **parameters)["text"]
+        def mine(audio=audio, language=language, **parameters):  # greedy, as raw (long audio's default is a beam)
+            return backends.ask(handler, audio, language=language, beam_size=1, **parameters)["text"]
 
         def theirs(audio=audio, language=language, long=long):
             if long:  # what a faster-whisper user runs on long audio: its batched pipeline, batch 24 as ours

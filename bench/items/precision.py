@@ -49,7 +49,7 @@ def run(plan) -> dict:
         "faster_whisper_sequential": lambda: backends.fw_text(raw.transcribe(long, language=language, beam_size=1)[0]),
         "faster_whisper_batched_24": lambda: backends.fw_text(
             batched.transcribe(long, language=language, beam_size=1, batch_size=24, without_timestamps=False)[0]),
-        "handler_batched_24": lambda: backends.ask(int8, long, language=language)["text"],
+        "handler_batched_24": lambda: backends.ask(int8, long, language=language, beam_size=1)["text"],
     }, 1)
     return {
         "short_clip_s": inputs.seconds_of(audio),

@@ -93,7 +93,7 @@ class CTranslate2Backend:
         kwargs = dict(
             language=options.language,
             task=options.task,
-            beam_size=options.beam_size,
+            beam_size=decoding_options.beam_size(options, long_form=duration > window_s),
             word_timestamps=options.return_timestamps == "word",
             without_timestamps=options.return_timestamps == "none",
             **self._prompts(options, warnings),
@@ -164,7 +164,8 @@ class CTranslate2Backend:
         final and in time order, and are reported after every batch. Stops where the window budget is
         spent (cost.py)."""
         packed = windows.pack_speech(samples, window_s)
-        decoding = {"mode": "batched", "batch_size": batch_size, "chunk_length_s": window_s, "segmentation": "vad",
+        decoding = {"mode": "batched", "batch_size": batch_size, "beam_size": kwargs["beam_size"],
+                    "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "stopped": False}
         if not packed.windows:
             context.report(0, 0, [])

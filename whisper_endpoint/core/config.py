@@ -213,7 +213,9 @@ class InferenceConfig(SubtitleOptions):
     min_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at least this many (<= max).")
     max_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at most this many.")
     beam_size: int = Field(
-        1, ge=1, le=10, description="1: greedy, as the reference handler; 2-5 trade speed for quality."
+        1, ge=1, le=10, description="1: greedy, as the reference handler; 2-5 trade speed for quality. Unset: "
+        "greedy within one 30 s window, a beam of 3 over longer audio (docs/long_form_accuracy.md); "
+        "beam_size 1 keeps long audio greedy."
     )
     return_timestamps: Literal["none", "segment", "word"] = Field(
         "segment", description="What chunks are: segments, words, or none (true / false accepted)."
