@@ -164,7 +164,8 @@ def summary(rows: dict) -> dict:
         files = {k: r for k, r in rows.items() if r["set"] == name}
         if not files:
             continue
-        first = {k: r.get("without_voice_changes", r["before"]) for k, r in files.items()}
+        first = {k: r["without_voice_changes"] if "without_voice_changes" in r else r["before"]
+                 for k, r in files.items()}
         right = {"before": sum(first[k]["speakers_found"] == r["speakers_true"] for k, r in files.items()),
                  "after": sum(r["after"]["speakers_found"] == r["speakers_true"] for r in files.values())}
         result[name] = {
@@ -202,7 +203,7 @@ def _threads() -> int:
 
 
 def markdown_row(name: str, row: dict) -> str:
-    before, after = row.get("without_voice_changes", row["before"]), row["after"]
+    before, after = (row["without_voice_changes"] if "without_voice_changes" in row else row["before"]), row["after"]
     pairs = ", ".join(f"{pair} {value:.2f}" for pair, value in row["alike_pairs"].items()) or "-"
     return (f"| {name} | {row['set']}{' (tuned on)' if row['tuned_on'] else ''} | {row['speakers_true']} | "
             f"{before['speakers_found']} → {after['speakers_found']} | {before['der']:.2f}% → {after['der']:.2f}% | "
@@ -210,10 +211,13 @@ def markdown_row(name: str, row: dict) -> str:
 
 
 def table(result: dict) -> str:
-    lines = ["| file | set | speakers | found before → after | DER before → after | DER told the count | alike pairs |",
+    cut = any("without_voice_changes" in row for row in result["files"].values())
+    when = "without → with the voice-change cut" if cut else "before → after"
+    lines = [f"| file | set | speakers | found {when} | DER {when} | DER told the count | alike pairs |",
              "|---|---|---|---|---|---|---|"]
     lines += [markdown_row(name, row) for name, row in result["files"].items()]
-    lines += ["", "| set | files | count right before | count right after | worst DER change (points) |",
+    lines += ["", f"| set | files | count right {when.split(' → ')[0]} | count right {when.split(' → ')[1]} | "
+                  "worst DER change (points) |",
               "|---|---|---|---|---|"]
     lines += [f"| {name} | {s['files']} | {s['count_right_before']} | {s['count_right_after']} | "
               f"{s['der_change_worst']:+.2f} |" for name, s in result["summary"].items()]

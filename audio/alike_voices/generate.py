@@ -116,12 +116,13 @@ TUNING += [
         "rms": (flite("rms", 0.95), flite("rms", 1.1)), "rms_up300": (flite("rms", cents=300),)},
         7, 108, 21, "rms and a copy 3 semitones up, close changes", **CLOSE),
     Dialogue("t9_alpha_copy_close", "tuning", "ja", {
-        "jf_alpha": (kokoro("jf_alpha"), kokoro("jf_alpha", 1.1, 40)), "jf_alpha_down300": (kokoro("jf_alpha", 0.95, -300),)},
+        "jf_alpha": (kokoro("jf_alpha"), kokoro("jf_alpha", 1.1, 40)),
+        "jf_alpha_down300": (kokoro("jf_alpha", 0.95, -300),)},
         7, 109, 13, "jf_alpha and a copy 3 semitones down, close changes", **CLOSE),
     Dialogue("t10_gongitsune_copy_kumo_close", "tuning", "ja", {
         "jf_gongitsune": (kokoro("jf_gongitsune"),), "jf_gongitsune_up300": (kokoro("jf_gongitsune", 0.95, 300),),
-        "jm_kumo": (kokoro("jm_kumo"),)}, 8, 110, 33, "jf_gongitsune, a copy 3 semitones up, and jm_kumo, close changes",
-        **CLOSE),
+        "jm_kumo": (kokoro("jm_kumo"),)}, 8, 110, 33,
+        "jf_gongitsune, a copy 3 semitones up, and jm_kumo, close changes", **CLOSE),
 ]
 JUDGING = [  # distinct voices of one engine, matched in pitch target or rate; no sox copies
     Dialogue("j1_alpha_nezumi_kumo", "judging", "ja", {
