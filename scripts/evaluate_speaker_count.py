@@ -3,13 +3,17 @@
     .venv/bin/python -m scripts.evaluate_speaker_count [--out results/speaker_count.json] [--threads 1] [--skip-long]
     .venv/bin/python -m scripts.evaluate_speaker_count --table [results/speaker_count.json]  # the README's table
     .venv/bin/python -m scripts.evaluate_speaker_count --sweep [--out results/speaker_count_sweep.json]
+    .venv/bin/python -m scripts.evaluate_speaker_count --voice-changes '{}' --out results/voice_changes.json
+    .venv/bin/python -m scripts.evaluate_speaker_count --table results/voice_changes.json  # docs/voice_changes.md
 
 Files: scripts/speaker_count_sets.py (the alike-voice tuning and judging dialogues, the one-speaker
 negatives, the four dev files, the Japanese meeting and the 13.4 min file). Each runs through one
 pipeline that computes its segmentation and embeddings once (SharedFrontEnd): ``before`` with the
 count check off (the diarizer until issue 28), ``after`` with the defaults, and told the true count
 (``num_speakers``, when the check does not run, so it is the same before and after); ``--count-check``
-sets other options for ``after``. DER as in
+sets other options for ``after``. With ``--voice-changes`` (``VoiceChangeOptions`` as JSON, ``{}`` for the
+defaults) ``after`` also cuts turns where the voice changes (voice_changes.py) and ``without_voice_changes``
+is the count check alone; without it the cut is off in every run. DER as in
 scripts/evaluate_diarization.py (pyannote.metrics, 0.25 s collar, exclusive output).
 
 A dialogue belongs in its set when it holds an alike pair (speaker_count_sets.py) and, told the true
@@ -53,6 +57,26 @@ def pipeline(threads: int | None):
     return diarizer
 
 
+def keep_frames(diarizer) -> None:
+    """Also memoise the CAM++ frames the embeddings step keeps for the checks (SharedFrontEnd skips that
+    step for a file it has seen, and the checks would run CAM++ over the input again)."""
+    from whisper_endpoint.diarization.offline import _FRAMES
+
+    inner, stores = diarizer.get_embeddings, {}
+
+    def get_embeddings(file, binarized, exclude_overlap=False, hook=None):
+        kept = _FRAMES.get()
+        had = len(kept) if kept is not None else 0
+        result = inner(file, binarized, exclude_overlap=exclude_overlap, hook=hook)
+        if kept is not None and len(kept) > had:
+            stores[file["uri"]] = kept[-1]
+        elif kept is not None and file["uri"] in stores:
+            kept.append(stores[file["uri"]])
+        return result
+
+    diarizer.get_embeddings = get_embeddings
+
+
 def diarize(diarizer, file, count_check, **count) -> tuple[dict, float]:
     """The score of one run, and its CPU seconds."""
     import torch
@@ -65,11 +89,16 @@ def diarize(diarizer, file, count_check, **count) -> tuple[dict, float]:
     return score(file.reference, output.exclusive_speaker_diarization, file.duration), cpu
 
 
-def evaluate(threads: int | None, sets: tuple[str, ...], options: dict) -> dict:
+def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes: dict | None = None) -> dict:
     from whisper_endpoint.diarization.count_check import CountCheckOptions
+    from whisper_endpoint.diarization.voice_changes import VoiceChangeOptions
 
     check = CountCheckOptions(**options)
+    cut = None if changes is None else VoiceChangeOptions(**changes)
     diarizer = pipeline(threads)
+    diarizer.voice_changes = None
+    if cut is not None:
+        return evaluate_cut(diarizer, sets, check, cut)
     network = diarizer.embedding_network
     alike = reference_similarity(network)
     rows = {}
@@ -101,19 +130,49 @@ def evaluate(threads: int | None, sets: tuple[str, ...], options: dict) -> dict:
     }
 
 
+def evaluate_cut(diarizer, sets: tuple[str, ...], check, cut) -> dict:
+    """The count check alone (``without_voice_changes``) against it with the cut of turns where the voice
+    changes (``after``), and told the true count; the front end and its CAM++ frames computed once per file,
+    so ``cpu_s`` is the whole diarizer's first run and ``voice_changes_cpu_s`` what the cut adds to a run."""
+    keep_frames(diarizer)
+    rows = {}
+    for file in load(sets):
+        without, cpu = diarize(diarizer, file, check)
+        _, again_cpu = diarize(diarizer, file, check)
+        diarizer.voice_changes = cut
+        after, cut_cpu = diarize(diarizer, file, check)
+        diarizer.voice_changes = None
+        told, _ = diarize(diarizer, file, None, num_speakers=len(file.reference.labels()))
+        rows[file.name] = {
+            "set": file.set, "tuned_on": file.set in TUNED, "source": file.source,
+            "duration_s": round(file.duration, 1), "speakers_true": len(file.reference.labels()), "alike_pairs": {},
+            "without_voice_changes": without, "after": after, "der_told_the_count": told["der"],
+            "cpu_s": round(cpu, 1), "voice_changes_cpu_s": round(max(cut_cpu - again_cpu, 0.0), 2),
+        }
+        print(markdown_row(file.name, rows[file.name]), flush=True)
+    return {
+        "metric": f"DER (%), collar {COLLAR} s, exclusive output; without_voice_changes: the count check alone; "
+                  "after: voice_changes then the count check; der_told_the_count: num_speakers given (neither runs)",
+        "count_check": dataclasses.asdict(check), "voice_changes": dataclasses.asdict(cut),
+        "torch_threads": _threads(), "files": rows, "summary": summary(rows),
+    }
+
+
 def summary(rows: dict) -> dict:
     result = {}
     for name in SETS:
         files = {k: r for k, r in rows.items() if r["set"] == name}
         if not files:
             continue
-        right = {when: sum(r[when]["speakers_found"] == r["speakers_true"] for r in files.values())
-                 for when in ("before", "after")}
+        first = {k: r["without_voice_changes"] if "without_voice_changes" in r else r["before"]
+                 for k, r in files.items()}
+        right = {"before": sum(first[k]["speakers_found"] == r["speakers_true"] for k, r in files.items()),
+                 "after": sum(r["after"]["speakers_found"] == r["speakers_true"] for r in files.values())}
         result[name] = {
             "files": len(files), "count_right_before": right["before"], "count_right_after": right["after"],
-            "der_change_worst": max(round(r["after"]["der"] - r["before"]["der"], 2) for r in files.values()),
+            "der_change_worst": max(round(r["after"]["der"] - first[k]["der"], 2) for k, r in files.items()),
         }
-        if all(r["speakers_true"] > 1 for r in files.values()):  # alike pairs, fair DER (module doc)
+        if all(r["speakers_true"] > 1 and "before" in r for r in files.values()):  # alike pairs, fair DER
             result[name]["qualify"] = sum(bool(r["alike_pairs"]) and r["der_told_the_count"] <= FAIR_DER
                                           for r in files.values())
     return result
@@ -144,7 +203,7 @@ def _threads() -> int:
 
 
 def markdown_row(name: str, row: dict) -> str:
-    before, after = row["before"], row["after"]
+    before, after = (row["without_voice_changes"] if "without_voice_changes" in row else row["before"]), row["after"]
     pairs = ", ".join(f"{pair} {value:.2f}" for pair, value in row["alike_pairs"].items()) or "-"
     return (f"| {name} | {row['set']}{' (tuned on)' if row['tuned_on'] else ''} | {row['speakers_true']} | "
             f"{before['speakers_found']} → {after['speakers_found']} | {before['der']:.2f}% → {after['der']:.2f}% | "
@@ -152,10 +211,13 @@ def markdown_row(name: str, row: dict) -> str:
 
 
 def table(result: dict) -> str:
-    lines = ["| file | set | speakers | found before → after | DER before → after | DER told the count | alike pairs |",
+    cut = any("without_voice_changes" in row for row in result["files"].values())
+    when = "without → with the voice-change cut" if cut else "before → after"
+    lines = [f"| file | set | speakers | found {when} | DER {when} | DER told the count | alike pairs |",
              "|---|---|---|---|---|---|---|"]
     lines += [markdown_row(name, row) for name, row in result["files"].items()]
-    lines += ["", "| set | files | count right before | count right after | worst DER change (points) |",
+    lines += ["", f"| set | files | count right {when.split(' → ')[0]} | count right {when.split(' → ')[1]} | "
+                  "worst DER change (points) |",
               "|---|---|---|---|---|"]
     lines += [f"| {name} | {s['files']} | {s['count_right_before']} | {s['count_right_after']} | "
               f"{s['der_change_worst']:+.2f} |" for name, s in result["summary"].items()]
@@ -166,9 +228,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's)")
+    parser.add_argument("--sets", default=None, help=f"comma-separated sets (default: all of {', '.join(SETS)})")
     parser.add_argument("--skip-long", action="store_true", help="leave out the 13.4 min file")
     parser.add_argument("--count-check", type=json.loads, default={}, metavar="JSON",
                         help='CountCheckOptions for "after" other than the defaults, e.g. \'{"bridges": true}\'')
+    parser.add_argument("--voice-changes", type=json.loads, default=None, metavar="JSON",
+                        help="VoiceChangeOptions ('{}': the defaults); before then means the count check alone")
     parser.add_argument("--sweep", action="store_true", help="the count check's settings on the tuned-on files")
     parser.add_argument("--table", nargs="?", const=ROOT / "results" / "speaker_count.json", type=Path,
                         help="print the markdown table of a results file and stop")
@@ -180,8 +245,8 @@ def main() -> int:
         result = sweep(args.threads)
         out = args.out or ROOT / "results" / "speaker_count_sweep.json"
     else:
-        sets = tuple(s for s in SETS if not (args.skip_long and s == "long"))
-        result = evaluate(args.threads, sets, args.count_check)
+        sets = tuple(s for s in (args.sets.split(",") if args.sets else SETS) if not (args.skip_long and s == "long"))
+        result = evaluate(args.threads, sets, args.count_check, args.voice_changes)
         out = args.out or ROOT / "results" / "speaker_count.json"
         print(table(result))
     out.parent.mkdir(parents=True, exist_ok=True)

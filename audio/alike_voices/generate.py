@@ -65,6 +65,8 @@ class Dialogue:
     text_offset: int
     about: str
     gaps: tuple[float, float] = field(default=(0.25, 0.9))
+    overlap_share: float = 0.0  # the chance that a change of speaker is an overlap instead of a gap
+    overlaps: tuple[float, float] = field(default=(0.2, 0.8))  # how long an overlap lasts (seconds)
 
 
 def flite(name: str, rate: float = 1.0, f0: int | None = None, cents: int = 0) -> Voice:
@@ -101,6 +103,27 @@ TUNING = [  # one voice and its sox-shifted copies; a speaker's own turns vary i
         "jf_alpha_down300": (kokoro("jf_alpha", 0.95, -300),)},
         8, 106, 26, "jf_alpha and a copy 3 semitones down"),
 ]
+# Short-gap dialogues: alike voices change within 0.1-0.4 s, and a third of the changes overlap by 0.2-0.8 s,
+# so the segmentation model tends to take both sides of a change for one local speaker (a turn holding two
+# voices). Same recipes as above: copies for tuning, distinct voices for judging; one-voice negatives with
+# the same gaps below.
+CLOSE = {"gaps": (0.1, 0.4), "overlap_share": 0.35}
+TUNING += [
+    Dialogue("t7_slt_copy_close", "tuning", "en", {
+        "slt": (flite("slt", 1.0, 170), flite("slt", 1.1, 190)), "slt_up250": (flite("slt", 0.95, cents=250),)},
+        7, 107, 4, "slt and a copy 2.5 semitones up, close changes", **CLOSE),
+    Dialogue("t8_rms_copy_close", "tuning", "en", {
+        "rms": (flite("rms", 0.95), flite("rms", 1.1)), "rms_up300": (flite("rms", cents=300),)},
+        7, 108, 21, "rms and a copy 3 semitones up, close changes", **CLOSE),
+    Dialogue("t9_alpha_copy_close", "tuning", "ja", {
+        "jf_alpha": (kokoro("jf_alpha"), kokoro("jf_alpha", 1.1, 40)),
+        "jf_alpha_down300": (kokoro("jf_alpha", 0.95, -300),)},
+        7, 109, 13, "jf_alpha and a copy 3 semitones down, close changes", **CLOSE),
+    Dialogue("t10_gongitsune_copy_kumo_close", "tuning", "ja", {
+        "jf_gongitsune": (kokoro("jf_gongitsune"),), "jf_gongitsune_up300": (kokoro("jf_gongitsune", 0.95, 300),),
+        "jm_kumo": (kokoro("jm_kumo"),)}, 8, 110, 33,
+        "jf_gongitsune, a copy 3 semitones up, and jm_kumo, close changes", **CLOSE),
+]
 JUDGING = [  # distinct voices of one engine, matched in pitch target or rate; no sox copies
     Dialogue("j1_alpha_nezumi_kumo", "judging", "ja", {
         "jf_alpha": (kokoro("jf_alpha"),), "jf_nezumi": (kokoro("jf_nezumi"),), "jm_kumo": (kokoro("jm_kumo"),)},
@@ -122,6 +145,26 @@ JUDGING = [  # distinct voices of one engine, matched in pitch target or rate; n
         "awb": (flite("awb", 1.0, 110), flite("awb", 1.15, 120)), "kal16": (flite("kal16", 1.05, 110),)},
         8, 206, 36, "awb and kal16 at one pitch target"),
 ]
+JUDGING += [  # the same voices with close changes
+    Dialogue("j7_alpha_nezumi_kumo_close", "judging", "ja", {
+        "jf_alpha": (kokoro("jf_alpha"),), "jf_nezumi": (kokoro("jf_nezumi"),), "jm_kumo": (kokoro("jm_kumo"),)},
+        8, 207, 17, "the issue's case with close changes: two alike female voices and a male one", **CLOSE),
+    Dialogue("j8_alpha_tebukuro_close", "judging", "ja", {
+        "jf_alpha": (kokoro("jf_alpha", 1.05),), "jf_tebukuro": (kokoro("jf_tebukuro", 0.95),)},
+        7, 208, 40, "two female voices, close changes", **CLOSE),
+    Dialogue("j9_tebukuro_nezumi_close", "judging", "ja", {
+        "jf_tebukuro": (kokoro("jf_tebukuro"),), "jf_nezumi": (kokoro("jf_nezumi", 1.05),)},
+        7, 209, 6, "two female voices, close changes", **CLOSE),
+    Dialogue("j10_awb_kal16_close", "judging", "en", {
+        "awb": (flite("awb", 1.0, 110),), "kal16": (flite("kal16", 1.05, 110),)},
+        7, 210, 30, "awb and kal16 at one pitch target, close changes", **CLOSE),
+    Dialogue("j11_three_men_close", "judging", "en", {
+        "rms": (flite("rms", 1.0, 105),), "awb": (flite("awb", 1.0, 105),), "kal16": (flite("kal16", 1.0, 105),)},
+        8, 211, 9, "flite's three male voices at one pitch target, close changes", **CLOSE),
+    Dialogue("j12_rms_kal16_close", "judging", "en", {
+        "rms": (flite("rms", 1.0, 110),), "kal16": (flite("kal16", 1.0, 110),)},
+        7, 212, 44, "rms and kal16 at one pitch target, close changes", **CLOSE),
+]
 NEGATIVES = [  # one speaker each
     Dialogue("n1_nezumi_varied", "negatives", "ja", {"jf_nezumi": (
         kokoro("jf_nezumi", 0.85), kokoro("jf_nezumi", 1.2, 80), kokoro("jf_nezumi", 1.0, -80),
@@ -129,6 +172,15 @@ NEGATIVES = [  # one speaker each
     Dialogue("n2_slt_varied", "negatives", "en", {"slt": (
         flite("slt", 0.8, 150), flite("slt", 1.25, 220), flite("slt", 1.0, 180, 80), flite("slt", 1.1, 160, -80))},
         8, 302, 40, "slt at rates 0.8-1.25, pitch targets 150-220 Hz and -80..+80 cents"),
+]
+NEGATIVES += [  # one speaker with the close dialogues' gaps (one voice does not overlap itself)
+    Dialogue("n4_slt_close", "negatives", "en", {"slt": (
+        flite("slt", 0.85, 160), flite("slt", 1.2, 210), flite("slt", 1.0, 180, 60), flite("slt", 1.1, 170, -60))},
+        8, 304, 22, "slt at rates 0.85-1.2, pitch targets 160-210 Hz and -60..+60 cents, gaps 0.1-0.4 s",
+        gaps=CLOSE["gaps"]),
+    Dialogue("n5_alpha_close", "negatives", "ja", {"jf_alpha": (
+        kokoro("jf_alpha", 0.9), kokoro("jf_alpha", 1.15, 60), kokoro("jf_alpha", 1.0, -60))},
+        8, 305, 38, "jf_alpha at rates 0.9-1.15 and pitch -60..+60 cents, gaps 0.1-0.4 s", gaps=CLOSE["gaps"]),
 ]
 DIALOGUES = TUNING + JUDGING + NEGATIVES
 
@@ -179,7 +231,7 @@ def turn_order(dialogue: Dialogue, rng: np.random.Generator) -> list[str]:
 
 def render(dialogue: Dialogue, pool: list[str], work: Path) -> tuple[np.ndarray, list[dict]]:
     rng = np.random.default_rng(dialogue.seed)
-    pieces, turns, clock = [np.zeros(round(0.4 * RATE), np.float32)], [], 0.4
+    placed, turns, clock, at = [], [], 0.4, round(0.4 * RATE)  # (first sample, speech) of every turn
     used = {label: 0 for label in dialogue.speakers}
     for index, label in enumerate(turn_order(dialogue, rng)):
         variants = dialogue.speakers[label]
@@ -192,9 +244,15 @@ def render(dialogue: Dialogue, pool: list[str], work: Path) -> tuple[np.ndarray,
         turns.append({"speaker": label, "start": round(clock, 3), "end": round(clock + len(speech) / RATE, 3),
                       "text": text, "voice": voice.describe()})
         gap = rng.uniform(*dialogue.gaps)
-        pieces += [speech, np.zeros(round(gap * RATE), np.float32)]
+        if dialogue.overlap_share and index < dialogue.turns - 1 and rng.uniform() < dialogue.overlap_share:
+            gap = -rng.uniform(*dialogue.overlaps)  # the next speaker starts over this one's last words
+        placed.append((at, speech))
+        at += len(speech) + round(gap * RATE)
         clock += len(speech) / RATE + round(gap * RATE) / RATE
-    return np.concatenate(pieces), turns
+    samples = np.zeros(max(at, max(first + len(speech) for first, speech in placed)), np.float32)
+    for first, speech in placed:
+        samples[first: first + len(speech)] += speech
+    return np.clip(samples, -1, 1), turns
 
 
 def write(dialogue: Dialogue, samples: np.ndarray, turns: list[dict], out: Path) -> None:

@@ -21,6 +21,11 @@ one-speaker negatives: similarity 0.70..0.77 gives all but one of them their cou
 negative, 0.8 one fish of fillets_cave), ``min_speech`` 3..5 s all do; 0.74 and 4 s are the middles.
 The one missed (t1_slt_copy) has two turns joined across a short gap, alike to both voices. Taking
 out one such turn (``bridges``) found it, but also split the negative n2_slt_varied.
+
+Turns cut where the voice changes (voice_changes.py) come here as pieces; a link with a piece needs
+``piece_similarity`` (0.8): the piece's frames near the cut heard the other voice too. Chosen with the
+same files plus the short-gap tuning dialogues (docs/voice_changes.md): 0.78..0.82
+give them all their count at a cut similarity of 0.66 or 0.7; 0.74 and 0.76 left t7_slt_copy_close at one.
 """
 
 from __future__ import annotations
@@ -44,6 +49,9 @@ class CountCheckOptions:
       min_turns: turns a group needs to count as a voice.
       bridges: also split when taking out one turn separates the groups (that turn taken for two
         turns joined across a short gap). Not adopted: it split a one-speaker negative (module doc).
+      piece_similarity: the similarity a link needs when one of its turns is a piece of a turn cut
+        where the voice changed (voice_changes.py): CAM++'s frames near the cut also heard the other
+        voice, which pulls the piece towards it.
     """
 
     similarity: float = 0.74
@@ -51,6 +59,7 @@ class CountCheckOptions:
     min_speech: float = 4.0
     min_turns: int = 2
     bridges: bool = False
+    piece_similarity: float = 0.8
 
 
 @dataclass(frozen=True)
@@ -75,11 +84,12 @@ def split(
     embed: Callable[[Segment], np.ndarray],
     options: CountCheckOptions = CountCheckOptions(),
     room: int | None = None,
+    pieces: frozenset[Segment] = frozenset(),
 ) -> Split:
     """Speakers whose turns hold separate voices, split; at most ``room`` new speakers (None: no bound)."""
     kept, extra = [], []
     for label in labels:
-        voices = _voices(label, _embedded(exclusive, label, embed, options.min_turn), options)
+        voices = _voices(label, _embedded(exclusive, label, embed, options.min_turn), options, pieces)
         kept += voices[:1]
         extra += voices[1:]
     extra.sort(key=lambda voice: voice.link)
@@ -110,7 +120,8 @@ def _embedded(exclusive: Annotation, label: str, embed, min_turn: float) -> list
     return turns
 
 
-def _voices(label: str, turns: list[tuple[Segment, np.ndarray]], options: CountCheckOptions) -> list[_Voice]:
+def _voices(label: str, turns: list[tuple[Segment, np.ndarray]], options: CountCheckOptions,
+            pieces: frozenset[Segment] = frozenset()) -> list[_Voice]:
     """The speaker's voices, the one with the most speech first; none when its turns do not split."""
     if len(turns) < 2 * options.min_turns:
         return []
@@ -118,7 +129,9 @@ def _voices(label: str, turns: list[tuple[Segment, np.ndarray]], options: CountC
     unit = embeddings / np.linalg.norm(embeddings, axis=1, keepdims=True)
     similarity = unit @ unit.T
     durations = np.array([turn.duration for turn, _ in turns])
-    groups = _groups(similarity >= options.similarity, durations, options)
+    cut = np.array([turn in pieces for turn, _ in turns])
+    needed = np.where(cut[:, None] | cut[None, :], options.piece_similarity, options.similarity)
+    groups = _groups(similarity >= needed, durations, options)
     if len(groups) < 2:
         return []
     member = np.full(len(turns), -1)

@@ -10,6 +10,8 @@
   the same frames) and given to the speaker whose centroid is nearest (``turn_check.py``);
 - then a speaker whose turns fall into separate voices is split: the windows' clustering merges
   alike voices that whole turns tell apart (``count_check.py``); never with ``num_speakers`` given.
+  Before it, turns holding two voices (alike voices changing within a few hundred milliseconds) are
+  cut where the voice changes (``voice_changes.py``), so the count check sees one voice per turn.
 
 Nothing touches the network. The class is an ordinary pyannote pipeline: a ``config.yaml`` naming
 ``whisper_endpoint.diarization.offline.OfflineSpeakerDiarization`` with local checkpoint paths
@@ -30,10 +32,10 @@ from pyannote.audio import Model
 from pyannote.audio.core.plda import PLDA
 from pyannote.audio.pipelines import SpeakerDiarization
 from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
-from pyannote.core import Segment
+from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.core.errors import ModelLoadError
-from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check
+from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check, voice_changes
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
 from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 
@@ -79,6 +81,9 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         False to disable.
       count_check: options of the speaker split (``CountCheckOptions`` as a dict, see
         count_check.py), or False to disable.
+      voice_changes: options of the cut of turns holding two voices before the count check
+        (``VoiceChangeOptions`` as a dict, see voice_changes.py), or False to disable; needs
+        ``pooled_turns``.
       pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
         a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
       pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
@@ -95,6 +100,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         speech_fill: dict | bool = True,
         turn_check: float | bool = True,
         count_check: dict | bool = True,
+        voice_changes: dict | bool = True,
         pooled_embeddings: dict | bool = True,
         pooled_turns: bool = True,
         token: str | None = None,
@@ -128,6 +134,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         self.count_check = _count_check_option(count_check)
         self.tiling = _tiling_option(pooled_embeddings)
         self.pooled_turns = pooled_turns and self.tiling is not None
+        self.voice_changes = _voice_change_option(voice_changes) if self.pooled_turns else None
         self.instantiate(copy.deepcopy(DEFAULT_PARAMS))
 
     def apply(self, file, num_speakers=None, min_speakers=None, max_speakers=None, hook=None, **kwargs):
@@ -152,11 +159,16 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             output = self._fill(samples, output)
         if self.turn_check is None and count_check is None:
             return output
+        if self.pooled_turns and frames is None:
+            frames = pooled.frames_of(pooled.Trunk(self.embedding_network), torch.from_numpy(samples), self.tiling)
         embed = self.embedder(samples, frames)
         if self.turn_check is not None:
             output = self._check_turns(output, embed)
         if count_check is not None:
-            output = self._check_count(output, embed, count_check, max_speakers)
+            exclusive, cut = output.exclusive_speaker_diarization, frozenset()
+            if self.voice_changes is not None:
+                output, exclusive, cut = self._cut_voice_changes(output, embed, samples, frames)
+            output = self._check_count(output, embed, count_check, max_speakers, exclusive, cut)
         return output
 
     def get_embeddings(self, file, binary_segmentations, exclude_overlap=False, hook=None):
@@ -185,13 +197,35 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         )
         return _moved(output, found) if found else output
 
+    def _cut_voice_changes(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray], samples: np.ndarray,
+                           frames: pooled.FrameStore) -> tuple[DiarizeOutput, Annotation, frozenset[Segment]]:
+        """The exclusive turns cut where the voice changes (voice_changes.py), the pieces turn-checked:
+        the output with those moves, its exclusive turns as pieces, and the pieces cutting made
+        (for the count check)."""
+        exclusive = output.exclusive_speaker_diarization
+        pieces = voice_changes.split_turns(exclusive, frames, pooled.Trunk(self.embedding_network), samples,
+                                           self.voice_changes)
+        cut = voice_changes.new_pieces(exclusive, pieces)
+        made = frozenset(cut.itersegments())
+        labels = _labels_with_centroids(output)
+        if labels is None or self.turn_check is None or not made:
+            return output, pieces, made
+        found = turn_check.moves(cut, labels, output.speaker_embeddings, embed, self.turn_check)
+        if not found:
+            return output, pieces, made
+        return _moved(output, found), voice_changes.relabel(pieces, found), made
+
     def _check_count(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray],
-                     options: count_check.CountCheckOptions, max_speakers: int | None) -> DiarizeOutput:
+                     options: count_check.CountCheckOptions, max_speakers: int | None,
+                     exclusive: Annotation | None = None, cut: frozenset[Segment] = frozenset()) -> DiarizeOutput:
+        """``exclusive``: the turns to look at (default: the output's exclusive turns); ``cut``: those of
+        them that are pieces of a turn cut where the voice changed."""
         labels = _labels_with_centroids(output)
         if labels is None:
             return output
         room = None if max_speakers is None else max_speakers - len(labels)
-        found = count_check.split(output.exclusive_speaker_diarization, labels, embed, options, room)
+        exclusive = output.exclusive_speaker_diarization if exclusive is None else exclusive
+        found = count_check.split(exclusive, labels, embed, options, room, cut)
         if not found.moves:
             return output
         return _moved(output, found.moves, dict(zip(labels, output.speaker_embeddings, strict=True)) | found.centroids)
@@ -274,6 +308,12 @@ def _count_check_option(value: dict | bool) -> count_check.CountCheckOptions | N
     if value is False or value is None:
         return None
     return count_check.CountCheckOptions() if value is True else count_check.CountCheckOptions(**value)
+
+
+def _voice_change_option(value: dict | bool) -> voice_changes.VoiceChangeOptions | None:
+    if value is False or value is None:
+        return None
+    return voice_changes.VoiceChangeOptions() if value is True else voice_changes.VoiceChangeOptions(**value)
 
 
 def _fill_options(value: dict | bool) -> speech_fill.SpeechFillOptions | None:

@@ -1,0 +1,73 @@
+"""Cutting turns where the voice changes (whisper_endpoint/diarization/voice_changes.py), on the short-gap
+alike-voice files: a tuning dialogue whose two voices (rms and a copy 3 semitones up) change within
+0.1-0.4 s or overlap, and a one-voice negative with the same gaps that must stay one speaker."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from pyannote.core import Annotation, Segment
+
+from tests.conftest import ROOT, decode_reference
+from whisper_endpoint.diarization import pooled, voice_changes
+
+ALIKE = ROOT / "audio" / "alike_voices"
+CLOSE = ALIKE / "tuning" / "t8_rms_copy_close.flac"  # one speaker without the cut (results/voice_changes.json)
+ONE_VOICE = ALIKE / "negatives" / "n4_slt_close.flac"  # slt at varied rates and pitches, 0.1-0.4 s gaps
+
+
+def turns(path):
+    return json.loads(path.with_suffix(".json").read_text())["turns"]
+
+
+def speakers(diarization) -> set[str]:
+    """Who speaks in the exclusive turns (what the evaluation counts: the overlap-aware turns can hold a
+    speaker of a few overlapped frames that the clustering kept)."""
+    return {turn.speaker for turn in diarization.exclusive}
+
+
+@pytest.fixture(scope="module")
+def diarizer():
+    from whisper_endpoint.diarization import EMBEDDED, load_diarizer
+
+    torch.set_num_threads(1)
+    return load_diarizer(EMBEDDED)
+
+
+def test_a_turn_holding_two_voices_is_cut_near_each_change(diarizer):
+    samples = decode_reference(CLOSE)
+    truth = turns(CLOSE)[:3]  # rms, its copy from 0.01 s before rms ends, rms again 0.12 s after the copy
+    changes = [(a["end"] + b["start"]) / 2 for a, b in zip(truth, truth[1:])]
+    trunk = pooled.Trunk(diarizer.pipeline.embedding_network)
+    store = pooled.frames_of(trunk, torch.from_numpy(samples), diarizer.pipeline.tiling)
+    joined = Annotation()
+    joined[Segment(truth[0]["start"], truth[-1]["end"])] = "SPEAKER_00"  # what the segmentation returned
+    pieces = list(voice_changes.split_turns(joined, store, trunk, samples).itersegments())
+    cuts = [piece.end for piece in pieces[:-1]]
+    assert len(cuts) == len(changes)
+    assert np.abs(np.array(cuts) - changes).max() < 0.35
+    same_voice = Annotation()
+    same_voice[Segment(truth[0]["start"], truth[0]["end"])] = "SPEAKER_00"
+    assert len(voice_changes.split_turns(same_voice, store, trunk, samples)) == 1
+
+
+def test_two_alike_voices_changing_closely_are_two_speakers(diarizer, monkeypatch):
+    samples = decode_reference(CLOSE)
+    assert len({turn["speaker"] for turn in turns(CLOSE)}) == 2
+    assert len(speakers(diarizer.diarize(samples))) == 2
+    monkeypatch.setattr(diarizer.pipeline, "voice_changes", None)
+    assert len(speakers(diarizer.diarize(samples))) == 1  # the count check alone keeps them together
+
+
+def test_one_voice_with_short_gaps_stays_one_speaker(diarizer):
+    assert len({turn["speaker"] for turn in turns(ONE_VOICE)}) == 1
+    found = diarizer.diarize(decode_reference(ONE_VOICE))
+    assert speakers(found) == {"SPEAKER_00"} and found.speakers == ["SPEAKER_00"]
+
+
+def test_options_come_from_the_pipeline_config():
+    from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
+
+    assert OfflineSpeakerDiarization(voice_changes={"similarity": 0.6}).voice_changes.similarity == 0.6
+    assert OfflineSpeakerDiarization(pooled_turns=False).voice_changes is None  # needs the pooled frames
