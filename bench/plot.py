@@ -160,7 +160,7 @@ def draw(results: dict, path: Path) -> None:
 
             entry = parts(results)
         again = _ok(results, "diarization_merge")
-        if name == "diarization" and entry and again:
+        if name == "diarization" and entry and again and again.get("finished_at", 0) > entry.get("finished_at", 0):
             entry = {**entry, "merge_scaling": again["merge_scaling"]}
         if entry is None:
             _missing(ax, name)

@@ -213,8 +213,9 @@ def table(results: dict) -> str:
         if name == "overhead":
             entry = _overhead_entry(results, entry)
         again = results.get("items", {}).get("diarization_merge")
-        if name == "diarization" and entry and again and again.get("status") == "ok":
-            entry = {**entry, "merge_scaling": again["merge_scaling"]}  # the later merge-only run
+        if (name == "diarization" and entry and again and again.get("status") == "ok"
+                and again.get("finished_at", 0) > entry.get("finished_at", 0)):
+            entry = {**entry, "merge_scaling": again["merge_scaling"]}  # a later merge-only run
         lines += ["", f"#### {title}", ""]
         if entry is None:
             lines.append("not run")
