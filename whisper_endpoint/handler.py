@@ -35,6 +35,7 @@ class EndpointHandler:
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
+        self.library = getattr(speakers_from, "library", None)  # the speaker library (voice_library/), when served
         if speakers_from is not None:
             self.diarizer, self.voices = speakers_from.diarizer, speakers_from.voices
         else:
@@ -49,7 +50,7 @@ class EndpointHandler:
         context = context or DecodeContext()
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
         config = request.config
-        voices = speaker_labels.request_voices(self.diarizer, config, self.voices)  # clips checked before ASR
+        voices = speaker_labels.request_voices(self.diarizer, config, self.voices, self.library)  # clips checked before ASR
         context.check()  # e.g. a deadline passed while the audio was decoded
         transcribe = partial(self._transcribe, context=context, voices=voices)
         if config.multichannel:  # each channel on its own, one speaker per channel
@@ -80,7 +81,8 @@ class EndpointHandler:
         context.stage(DIARIZING)  # diarization runs whole: a stop asked meanwhile is seen after it
         duration = len(samples) / TARGET_RATE
         extra = speaker_labels.label_speakers(
-            self.diarizer, samples, transcript, config, duration, warnings, voices
+            self.diarizer, samples, transcript, config, duration, warnings, voices,
+            kept=getattr(context, "speaker_voices", None),  # a job's: its voices kept with its result
         )
         context.check()
         return transcript, extra
