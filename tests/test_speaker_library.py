@@ -55,13 +55,11 @@ def test_entries_survive_reopening_and_another_embedding_model_is_refused(tmp_pa
 
 CRASH = """
 import os, sys, numpy as np
-from whisper_endpoint.voice_library import VoiceLibrary
-library = VoiceLibrary(sys.argv[1], "m", max_speakers=10)
-library.add("Kept", [np.ones(4)])
-library._db.execute("BEGIN IMMEDIATE")
-library._db.execute("INSERT INTO speakers VALUES ('x', 'Half', '[]', 0)")
-library._db.execute("UPDATE speakers SET name = 'Broken' WHERE name = 'Kept'")
-os._exit(9)  # killed mid-write, before the commit
+from whisper_endpoint.voice_library import store
+library = store.VoiceLibrary(sys.argv[1], "m", max_speakers=10)
+kept = library.add("Kept", [np.ones(4)])
+store._Transaction.__exit__ = lambda *exc: os._exit(9)  # killed after the write, before its commit
+library.add_clips(kept.id, [np.ones(4)])
 """
 
 
@@ -70,7 +68,7 @@ def test_a_crash_mid_write_loses_no_entry(tmp_path):
     done = subprocess.run([sys.executable, "-c", CRASH, str(path)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 9, done.stderr
     library = VoiceLibrary(path, "m", max_speakers=10)
-    assert [s.name for s in library.speakers()] == ["Kept"]
+    assert [(s.name, len(s.embeddings)) for s in library.speakers()] == [("Kept", 1)]
 
 
 # --- over HTTP, with real voices --------------------------------------------------------------------------

@@ -5,8 +5,9 @@ Routes: ``POST /`` and ``/predict`` (toolkit payloads), ``GET /health``, ``GET /
 ``GET /ping`` and ``POST /invocations`` (SageMaker), ``POST /v1/audio/transcriptions``,
 ``/v1/audio/translations`` and ``GET /v1/models`` (OpenAI), ``POST /jobs``, ``GET``/``DELETE /jobs/{id}``
 (async jobs, docs/batch_and_jobs.md), ``GET /v1/realtime`` (a WebSocket: live transcription) and
-``POST /v1/realtime/client_secrets``, ``POST /formats/{name}`` (a transcript as txt, srt, vtt or tsv), ``/v1/speakers`` (the speaker library) and
-the web page (``GET /ui``, ``GET /`` redirects there). docs/serving.md has the details.
+``POST /v1/realtime/client_secrets``, ``POST /formats/{name}`` (a transcript as txt, srt, vtt or tsv),
+``/v1/speakers`` (the speaker library, docs/speaker_library.md) and the web page (``GET /ui``, ``GET /``
+redirects there). docs/serving.md has the details.
 """
 
 from __future__ import annotations
