@@ -111,7 +111,8 @@ class Server:
         self.process.wait(timeout=120)
 
     def call(self, method: str, path: str, expect: int, **kwargs):
-        response = requests.request(method, f"{self.url}{path}", headers=AUTH, timeout=600, **kwargs)
+        headers = {**AUTH, **kwargs.pop("headers", {})}
+        response = requests.request(method, f"{self.url}{path}", headers=headers, timeout=600, **kwargs)
         if response.status_code != expect:
             raise SystemExit(f"{method} {path}: {response.status_code} {response.text[:500]}")
         return response.json() if response.content else None
@@ -215,6 +216,8 @@ def batch(folder: Path, model: str, audio: dict, enrolled: set[str]) -> dict:
     for run in result["speakers"]:  # the job's entry is big_fish's voice
         for word in run.get("words", []):
             word["speaker"] = {"big_fish_from_job": "big_fish"}.get(word["speaker"], word["speaker"])
+    for found in result.get("speaker_matches", []):
+        found["name"] = {"big_fish_from_job": "big_fish"}.get(found["name"], found["name"])
     return score(result, audio["fillets_cave"][1], enrolled)
 
 
