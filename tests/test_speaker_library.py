@@ -135,7 +135,9 @@ def test_enrolled_voices_are_named_in_requests_and_jobs_across_a_restart(diarizi
 
     with _server(diarizing_handler, stores) as server:  # a restart: the library is read from its file
         again = _transcribe(server.url, audio)
-        assert _named_right(again["speakers"], turns) == right
+        after = _named_right(again["speakers"], turns)
+        assert after["big_fish"] >= 0.9 and after["small_fish"] >= 0.9, after
+        assert {m["name"] for m in again["speaker_matches"]} == {"big_fish", "small_fish"}
         listed = requests.get(f"{server.url}/v1/speakers", headers=AUTH).json()["data"]
         assert [s["name"] for s in listed] == ["big_fish", "small_fish"]
 
