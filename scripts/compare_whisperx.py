@@ -120,7 +120,7 @@ def score(stem: str, hypothesis: str) -> float:
 
 
 def run_ours(stems: list[str], overrides: dict) -> dict:
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=1))
@@ -135,8 +135,8 @@ def run_ours(stems: list[str], overrides: dict) -> dict:
 
 
 def run_whisperx(python: str, stems: list[str]) -> dict:
-    from whisper_endpoint import embedded
-    from whisper_endpoint.config import ModelSettings
+    from whisper_endpoint.weights import embedded
+    from whisper_endpoint.core.config import ModelSettings
 
     model_dir = str(embedded.assemble(embedded.MODELS["base"], ModelSettings().model_cache_dir))
     paths = [str(ROOT / "audio" / f"{stem}.flac") for stem in stems]

@@ -2,6 +2,7 @@ import io
 import json
 import os
 import queue
+import tempfile
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -12,6 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Servers built with the default settings keep their speaker library in a folder of this run, never in the
+# user's cache (where enrolled voices would name speakers in other tests).
+os.environ.setdefault("SPEAKERS_DB", str(Path(tempfile.mkdtemp(prefix="speakers-")) / "speakers.sqlite"))
 
 # Tests may only reach loopback: live servers, the SageMaker worker, the Ray cluster (pytest-socket
 # guards socket.connect in this process; test_privacy.py proves the guard is on).

@@ -2,6 +2,7 @@
 read by the flow and described for docs/parameters.md."""
 
 import base64
+import copy
 import dataclasses
 import re
 from collections.abc import Callable
@@ -213,6 +214,9 @@ EFFECTS: dict[str, Effect] = {
                              **DIARIZED),
     "return_speaker_embeddings": Effect(True, lambda o: bool(o.response.get("speaker_embeddings", {}).get(
         "speakers")), **DIARIZED),
+    # A library holding the request's own voice: it names the speaker unless the request turns it off.
+    "speaker_library": Effect(False, lambda o: "speaker_matches" not in o.response, handler="library_handler",
+                              audio="voice"),
 }
 
 # Fields sent in one request (to keep the test short): each sets a decoder argument or a response key of
@@ -302,6 +306,20 @@ def observe(handler, inputs, parameters: dict) -> Observed:
         except ClientError as exc:
             seen.error = f"{exc.status}: {exc}"
     return seen
+
+
+@pytest.fixture(scope="module")
+def library_handler(diarizing_handler, tmp_path_factory):
+    """The diarizing handler with a speaker library holding VOICE's speaker (the server gives handlers one)."""
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.voice_library import VoiceLibrary
+
+    handler = copy.copy(diarizing_handler)
+    handler.library = VoiceLibrary(tmp_path_factory.mktemp("library") / "speakers.sqlite",
+                                   handler.diarizer.embedding_model, max_speakers=2)
+    voice = decode_file(read_clip(VOICE), max_seconds=60).samples
+    handler.library.add("Enrolled", [handler.diarizer.embed_voice(voice)])
+    return handler
 
 
 @pytest.fixture(scope="module")

@@ -231,6 +231,13 @@ def test_a_meeting_upload_follows_its_job_shows_three_speakers_and_survives_a_re
     saved = json.loads(Path(download.value.path()).read_text())
     assert {turn["speaker"] for turn in saved["speakers"]} == {"Ann", "SPEAKER_01", "SPEAKER_02"}
 
+    # "Remember this voice": the renamed speaker saved to the library from the job's kept voice.
+    page.get_by_test_id("remember-voice").first.click()
+    expect(page.get_by_test_id("remember-voice").first).to_have_text("Remembered as Ann")
+    library = requests.get(f"{open_server.url}/v1/speakers", timeout=10).json()["data"]
+    assert [entry["name"] for entry in library] == ["Ann"]
+    requests.delete(f"{open_server.url}/v1/speakers/{library[0]['id']}", timeout=10)  # the other tests' server
+
     page.set_viewport_size({"width": 390, "height": 844})  # a phone: nothing wider than the screen
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
 

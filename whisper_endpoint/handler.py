@@ -38,6 +38,7 @@ class EndpointHandler:
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
+        self.library = getattr(speakers_from, "library", None)  # the speaker library (voice_library/), when served
         if speakers_from is not None:
             self.diarizer, self.voices = speakers_from.diarizer, speakers_from.voices
         else:
@@ -52,7 +53,7 @@ class EndpointHandler:
         context = context or DecodeContext()
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
         config = request.config
-        voices = speaker_labels.request_voices(self.diarizer, config, self.voices)  # clips checked before ASR
+        voices = speaker_labels.request_voices(self.diarizer, config, self.voices, self.library)  # clips checked before ASR
         context.check()  # e.g. a deadline passed while the audio was decoded
         if config.multichannel:  # each channel on its own, one speaker per channel
             return self._channels(request, context, voices)
@@ -99,6 +100,8 @@ class EndpointHandler:
             return transcript, speaker_labels.no_speakers(config)
         context.stage(DIARIZING)  # diarization runs whole: a stop asked meanwhile is seen after it
         duration = len(samples) / TARGET_RATE
-        speakers = speaker_labels.label_speakers(self.diarizer, samples, transcript, config, duration, voices)
+        speakers = speaker_labels.label_speakers(
+            self.diarizer, samples, transcript, config, duration, voices, kept=context.speaker_voices,
+        )
         context.check()
         return transcript, speakers

@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
             from whisper_endpoint.handler import EndpointHandler
 
             handler = EndpointHandler(settings=model_settings)
+            handler.library = _speaker_library(handler)
     except EndpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -88,6 +89,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
     if args.summary_json:
         args.summary_json.write_text(json.dumps(summary.as_dict(), indent=1) + "\n")
     return 1 if summary.failed else 0
+
+
+def _speaker_library(handler):
+    """The server's speaker library (SPEAKERS_DB, or beside JOBS_DB): the same voices named as by the server."""
+    from whisper_endpoint.jobs.settings import JobSettings
+    from whisper_endpoint.voice_library.opening import open_library
+    from whisper_endpoint.voice_library.settings import LibrarySettings
+
+    return open_library(LibrarySettings(), JobSettings().db, handler.diarizer, handler.voices)
 
 
 def _chosen_model(name: str, settings, *, ray: bool):

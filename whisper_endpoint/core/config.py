@@ -285,6 +285,10 @@ class InferenceConfig(SubtitleOptions):
     return_speaker_embeddings: bool = Field(
         False, description="Return one speaker embedding per speaker, with the embedding model's name."
     )
+    speaker_library: bool = Field(
+        True, description="Name the voices of the server's speaker library (/v1/speakers, SPEAKERS_DIR) when "
+        "diarized; false: only this request's known_speakers.",
+    )
 
     @field_validator("language", mode="before")
     @classmethod

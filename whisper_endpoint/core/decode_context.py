@@ -73,12 +73,15 @@ class DecodeContext:
     ``in_order``: False when the windows reported are not in time order (multichannel): the listeners then
     get no segments. ``keep``: what the listeners may see of the segments decoded so far, the response's
     own filter (the words over non-speech that pipeline/asr_step.py drops), so that streamed text is never
-    text the response drops. A step of the request that needs either asks for a ``narrowed`` view."""
+    text the response drops. A step of the request that needs either asks for a ``narrowed`` view.
+    ``speaker_voices``: a dict the diarization step fills with each speaker's voice (label -> centroid),
+    when the caller keeps them (a job, so that a speaker can be enrolled from its result); None: not kept."""
 
     def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
                  listeners: tuple[Listener, ...] = (), in_order: bool = True,
-                 keep: Callable[[tuple], tuple] | None = None):
+                 keep: Callable[[tuple], tuple] | None = None, speaker_voices: dict | None = None):
         self.started = time.monotonic()
+        self.speaker_voices = speaker_voices
         self.timeout_s, self.timeout_setting = timeout_s, timeout_setting
         self.in_order, self.keep = in_order, keep
         self._shared = _Shared(Progress(DECODING, 0, 0), list(listeners),

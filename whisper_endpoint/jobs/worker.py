@@ -188,7 +188,11 @@ class Jobs:
             pass
 
     async def _decode(self, job: Job) -> None:
-        context = DecodeContext(timeout_s=self.settings.timeout_s or None, timeout_setting="JOBS_TIMEOUT_S")
+        library = getattr(self.service, "library", None)
+        context = DecodeContext(  # the speakers' voices, filled by the diarization: to enrol from the result
+            timeout_s=self.settings.timeout_s or None, timeout_setting="JOBS_TIMEOUT_S",
+            speaker_voices={} if library is not None else None,
+        )
         self.running[job.id] = context
         try:
             if await anyio.to_thread.run_sync(self.store.get, job.id) is None:
@@ -207,6 +211,9 @@ class Jobs:
             await anyio.to_thread.run_sync(self.store.requeue, job.id, self.owner)
             return
         status, body = outcome
+        if status == "succeeded" and context.speaker_voices:  # kept before the result shows: enrolling can follow
+            await anyio.to_thread.run_sync(lambda: library.keep_job_voices(
+                job.id, context.speaker_voices, older_than_s=self.settings.ttl_s))
         finish = self.store.succeed if status == "succeeded" else self.store.fail
         if await anyio.to_thread.run_sync(finish, job.id, body, self.owner):
             await self._finished(job.id)

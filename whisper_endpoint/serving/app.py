@@ -5,8 +5,9 @@ Routes: ``POST /`` and ``/predict`` (toolkit payloads), ``GET /health``, ``GET /
 ``GET /ping`` and ``POST /invocations`` (SageMaker), ``POST /v1/audio/transcriptions``,
 ``/v1/audio/translations`` and ``GET /v1/models`` (OpenAI), ``POST /jobs``, ``GET``/``DELETE /jobs/{id}``
 (async jobs, docs/batch_and_jobs.md), ``GET /v1/realtime`` (a WebSocket: live transcription) and
-``POST /v1/realtime/client_secrets``, ``POST /formats/{name}`` (a transcript as txt, srt, vtt or tsv) and
-the web page (``GET /ui``, ``GET /`` redirects there). docs/serving.md has the details.
+``POST /v1/realtime/client_secrets``, ``POST /formats/{name}`` (a transcript as txt, srt, vtt or tsv),
+``/v1/speakers`` (the speaker library, docs/speaker_library.md) and the web page (``GET /ui``, ``GET /``
+redirects there). docs/serving.md has the details.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from starlette.responses import Response
@@ -27,6 +29,7 @@ from whisper_endpoint.serving import (
     openai_api,
     realtime,
     redaction,
+    speakers_api,
     toolkit,
     ui,
 )
@@ -34,6 +37,8 @@ from whisper_endpoint.serving.metrics import CONTENT_TYPE, ResponseCounter
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import Handler, InferenceService
 from whisper_endpoint.serving.settings import ServerSettings
+from whisper_endpoint.voice_library.opening import open_library
+from whisper_endpoint.voice_library.settings import LibrarySettings
 
 logger = logging.getLogger(__name__)
 
@@ -44,16 +49,20 @@ def create_app(
     *,
     load: Callable[[], Handler] | None = None,
     job_settings: JobSettings | None = None,
+    library_settings: LibrarySettings | None = None,
 ) -> FastAPI:
     """Build the app. ``handler``: an already loaded handler (tests share one); without it the app
     loads ``EndpointHandler(settings.model_dir)`` in the background at start-up (``load`` replaces
     that loader), and answers 503 on /health, /ping and the inference routes until it is ready.
     ``job_settings``: the async jobs' (default: from JOBS_* variables; JOBS_ENABLED=false drops /jobs).
+    ``library_settings``: the speaker library's (default: from SPEAKERS_* variables; serving/speakers_api.py).
     """
     settings = settings or ServerSettings()
     job_settings = job_settings or JobSettings()
     job_slots = job_settings.concurrency if job_settings.enabled else 0
-    service = InferenceService(settings, handler, load, job_slots=job_slots)
+    opener = partial(open_library, library_settings or LibrarySettings(), job_settings.db)
+    handler, library = speakers_api.with_library(handler, opener)
+    service = InferenceService(settings, handler, load, job_slots=job_slots, library=library, open_library=opener)
     jobs = Jobs(job_settings, service) if job_settings.enabled else None
     api_keys = [key.get_secret_value() for key in settings.api_keys]
     redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys,
@@ -68,6 +77,8 @@ def create_app(
         if jobs is not None:
             await jobs.stop()  # a job still decoding stops at its next window and is queued again
         service.stop()
+        if service.library is not None:
+            service.library.close()
         # Shutdown: uvicorn has stopped accepting connections and waited (up to
         # GRACEFUL_TIMEOUT_S) for in-flight and queued requests before it gets here.
         logger.info("stopped after %d decodes", service.metrics.inferences)
@@ -93,6 +104,7 @@ def create_app(
     if jobs is not None:
         app.include_router(jobs_api.router(service, jobs), dependencies=protected)
     app.include_router(formats_api.router(service), dependencies=protected)
+    app.include_router(speakers_api.router(service, jobs), dependencies=protected)
     if settings.realtime_max_sessions:  # the WebSocket checks keys itself: it also takes them as a subprotocol
         app.include_router(realtime.router(service, app.state.api_keys, protected))
     if settings.ui_enabled:  # the page asks for the key itself; what it calls is guarded as above

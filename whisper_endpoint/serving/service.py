@@ -39,9 +39,10 @@ class HandlerLoader:
     """Makes the handler of one ``ASR_MODELS`` entry: the server's settings with that entry's model, one
     CTranslate2 worker per concurrent decode (NUM_WORKERS wins), the diarization loaded once and shared."""
 
-    def __init__(self, settings: ServerSettings, decodes: int):
+    def __init__(self, settings: ServerSettings, decodes: int, open_library: Callable | None = None):
         self.settings, self.decodes = settings, decodes
-        self._speakers = None  # the first handler's diarizer and known voices, shared by the others
+        self.open_library = open_library  # (diarizer, SPEAKERS_DIR's voices) -> the speaker library or None
+        self._speakers = None  # the first handler's diarizer, known voices and library, shared by the others
 
     def __call__(self, entry: ModelEntry) -> Handler:
         from whisper_endpoint.core.config import ModelSettings
@@ -51,8 +52,14 @@ class HandlerLoader:
         handler = EndpointHandler(path=self.settings.model_dir, settings=model.with_workers_for(self.decodes),
                                   speakers_from=self._speakers)
         if self._speakers is None:
-            self._speakers = SimpleNamespace(diarizer=handler.diarizer, voices=handler.voices)
+            library = self.open_library(handler.diarizer, handler.voices) if self.open_library else None
+            handler.library = library
+            self._speakers = SimpleNamespace(diarizer=handler.diarizer, voices=handler.voices, library=library)
         return handler
+
+    @property
+    def library(self):
+        return getattr(self._speakers, "library", None)
 
 
 def model_entries(settings: ServerSettings) -> list[ModelEntry]:
@@ -71,7 +78,7 @@ class InferenceService:
 
     def __init__(
         self, settings: ServerSettings, handler: Handler | None = None, load: Callable[[], Handler] | None = None,
-        *, job_slots: int = 0,
+        *, job_slots: int = 0, library=None, open_library: Callable | None = None,
     ):
         self.settings = settings
         self.gate = InferenceGate(settings.max_concurrency, settings.max_queue)
@@ -82,7 +89,9 @@ class InferenceService:
             name = _model_name(handler) if handler is not None else "whisper"
             entries, loader = [ModelEntry(name=name, reference=name)], (lambda entry: load())
         else:
-            entries, loader = model_entries(settings), HandlerLoader(settings, settings.max_concurrency + job_slots)
+            entries, loader = model_entries(settings), HandlerLoader(settings, settings.max_concurrency + job_slots,
+                                                                     open_library)
+        self._library, self._loader = library, loader  # the speaker library: given, or opened by the loader
         self.pool = ModelPool(
             entries, loader, pinned=settings.preload_models, max_loaded=settings.max_loaded_models,
             idle_unload_s=settings.model_idle_unload_s, preloaded={entries[0].name: handler} if handler else None)
@@ -95,6 +104,11 @@ class InferenceService:
     def handler(self) -> Handler | None:
         """The default model's handler, once loaded."""
         return self.pool.handler_if_loaded(self.pool.default)
+
+    @property
+    def library(self):
+        """The speaker library (voice_library.VoiceLibrary), once the diarizer is loaded; None when not served."""
+        return self._library or getattr(self._loader, "library", None)
 
     @property
     def ready(self) -> bool:

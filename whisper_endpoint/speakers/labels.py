@@ -55,8 +55,13 @@ def load_voices(settings, diarizer) -> Voiceprints:
     return voiceprints(read_speakers_dir(settings.speakers_dir), diarizer.embed_voice)
 
 
-def request_voices(diarizer, config, deployment: Voiceprints) -> Voiceprints:
-    """The voiceprints this request names speakers with: ``SPEAKERS_DIR``'s and its own (its own win)."""
+def request_voices(diarizer, config, deployment: Voiceprints, library=None) -> Voiceprints:
+    """The voiceprints this request names speakers with: the library's (``SPEAKERS_DIR``'s among them; without a
+    library ``deployment``, SPEAKERS_DIR's), unless ``speaker_library: false``, and its own (its own win)."""
+    if not config.speaker_library:
+        deployment = {}
+    elif library is not None:
+        deployment = library.voiceprints()
     if config.known_speakers is None:
         return deployment
     diarized = config.diarize_channels if config.multichannel else config.diarize
@@ -83,9 +88,11 @@ def diarization_wanted(diarizer, config, warnings: list[str]) -> bool:
 
 def label_speakers(
     diarizer, samples, transcript: Transcript, config, duration: float, voices: Voiceprints | None = None,
+    kept: dict | None = None,
 ) -> Speakers:
     """Diarize the audio, name the known speakers, and merge: the speakers' runs of words (and their
-    turns, the names matched, their embeddings when asked)."""
+    turns, the names matched, their embeddings when asked). ``kept``: filled with each speaker's centroid
+    under its label in the response (a job's voices, to enrol from later)."""
     diarization = diarizer.diarize(
         samples,
         num_speakers=config.num_speakers,
@@ -95,11 +102,13 @@ def label_speakers(
     warnings = list(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
     named, embeddings = None, None
     turns, exclusive = diarization.turns, diarization.exclusive
-    if voices or config.return_speaker_embeddings:
+    if voices or config.return_speaker_embeddings or kept is not None:
         centroids = speaker_names.centroids(diarization.embeddings, exclusive, samples, diarizer.embed_voice)
         matches = speaker_names.match(centroids, voices) if voices else []
         turns, exclusive = speaker_names.renamed(turns, matches), speaker_names.renamed(exclusive, matches)
         names = {match.speaker: match.name for match in matches}
+        if kept is not None:
+            kept.update({names.get(label, label): vector for label, vector in centroids.items()})
         if voices:
             named = [vars(match) for match in matches]
         if config.return_speaker_embeddings:

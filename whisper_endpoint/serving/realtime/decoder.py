@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import time
 
+import anyio
 import numpy as np
 
 from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.core.decode_context import DISCONNECTED, DecodeContext
 from whisper_endpoint.serving.realtime.session import Decoder
+from whisper_endpoint.serving.realtime.speakers import LiveSpeakers
 from whisper_endpoint.serving.service import InferenceService
 
 
@@ -22,6 +24,16 @@ class ServiceDecoder(Decoder):
     def __init__(self, service: InferenceService):
         self.service = service
         self._running: set[DecodeContext] = set()
+        self._speakers: LiveSpeakers | None = None  # this session's voices, made on its first labelled utterance
+
+    async def speaker(self, samples: np.ndarray) -> str | None:
+        diarizer = getattr(self.service.handler, "diarizer", None)
+        if diarizer is None:
+            return None
+        if self._speakers is None:
+            library = self.service.library
+            self._speakers = LiveSpeakers(diarizer.embed_voice, library.voiceprints if library is not None else dict)
+        return await anyio.to_thread.run_sync(self._speakers.label, samples)
 
     async def final(self, samples: np.ndarray, parameters: dict) -> str:
         return await self._decode(samples, parameters)

@@ -38,6 +38,8 @@ class Transcription(_Event):
     model: Optional[str] = Field(None, max_length=200)  # a name of GET /v1/models (OpenAI's names: the default)
     language: Optional[str] = None
     prompt: Optional[str] = Field(None, max_length=2000)
+    # This server's extension: "speaker" on each completed event (the library's name or SPEAKER_NN).
+    speaker_labels: bool = False
 
 
 class AudioInput(_Event):

@@ -48,6 +48,10 @@ class Decoder:
     async def interim(self, samples: np.ndarray, parameters: dict) -> str | None:
         raise NotImplementedError
 
+    async def speaker(self, samples: np.ndarray) -> str | None:
+        """The utterance's speaker (``speaker_labels``); None when the server cannot tell voices apart."""
+        return None
+
     def stop(self) -> None:
         """The session ended: decodes still running stop at their next window (their slots free)."""
 
@@ -252,9 +256,14 @@ class RealtimeSession:
                 self.answered_at = time.monotonic()
 
     async def _answer(self, utterance: Utterance, samples: np.ndarray, parameters: dict) -> None:
+        # The voice is embedded while the words are decoded: the label costs completed little time.
+        speaker = (asyncio.ensure_future(self.decoder.speaker(samples))
+                   if self.config.transcription.speaker_labels else None)
         try:
             text = " ".join((await self.decoder.final(samples, parameters)).split())
         except EndpointError as exc:
+            if speaker is not None:
+                speaker.cancel()
             await self.send(events.server_event(
                 "conversation.item.input_audio_transcription.failed", item_id=utterance.item_id,
                 content_index=0, error={"type": "transcription_error", "code": exc.code, "message": exc.message}))
@@ -264,7 +273,7 @@ class RealtimeSession:
             await self._delta(utterance.item_id, tail)
         await self.send(events.server_event(
             "conversation.item.input_audio_transcription.completed", item_id=utterance.item_id,
-            content_index=0, transcript=text))
+            content_index=0, transcript=text, **({"speaker": await speaker} if speaker is not None else {})))
 
     async def close(self) -> None:
         for task in (self._worker, self._interim):

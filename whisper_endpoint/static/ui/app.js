@@ -165,7 +165,7 @@ async function run(file) {
       job, signal: controller.signal, onProgress: showProgress,
       onJob: (id) => { state.job = id; jobInUrl(id); },
     });
-    view.show(result, file, file.name);
+    view.show(result, file, file.name, state.job);
     $("result-heading").focus();
   } catch (error) {
     if (error.name !== "AbortError") showError(error);
@@ -199,7 +199,7 @@ async function resumeJob(id) {
   busy(true);
   showProgress({ stage: "queued" });
   try {
-    view.show(await followJob(id, { onProgress: showProgress, signal: controller.signal }), null);
+    view.show(await followJob(id, { onProgress: showProgress, signal: controller.signal }), null, "transcript", id);
   } catch (error) {
     if (error.name !== "AbortError") showError(error);
     if (error.status === 404) jobInUrl(null);

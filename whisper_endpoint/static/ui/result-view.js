@@ -49,9 +49,11 @@ export class ResultView {
     }
   }
 
-  /** Show `result`; `audio`: a File or Blob to play along, or null; `name`: the audio's file name. */
-  show(result, audio, name = "transcript") {
+  /** Show `result`; `audio`: a File or Blob to play along, or null; `name`: the audio's file name;
+   * `jobId`: the job it came from, if any. */
+  show(result, audio, name = "transcript", jobId = null) {
     this.result = result;
+    this.jobId = jobId; // a job's result: its speakers' voices can be saved to the speaker library
     this.baseName = name.replace(/\.[^.]+$/, "") || "transcript";
     const view = blocksOf(result);
     this.blocks = view.blocks;
@@ -91,8 +93,33 @@ export class ResultView {
       });
       input.addEventListener("input", () => this.rename(label, input.value.trim() || label));
       item.append(input);
+      if (this.jobId) item.append(this.rememberButton(label));
       list.append(item);
     }
+  }
+
+  /** "Remember this voice": the renamed speaker enrolled in the server's library, from the job's kept voice. */
+  rememberButton(label) {
+    const button = make("button", {
+      type: "button", class: "remember", "data-testid": "remember-voice", "data-speaker": label,
+      title: "Save this voice to the speaker library under its name: later recordings name it",
+    }, "Remember this voice");
+    button.addEventListener("click", async () => {
+      const name = this.names[label];
+      if (name === label) {
+        button.textContent = "Rename first";
+        return;
+      }
+      button.disabled = true;
+      try {
+        await postJSON("/v1/speakers", { name, job_id: this.jobId, speaker: label });
+        button.textContent = `Remembered as ${name}`;
+      } catch (error) {
+        button.textContent = error.message;
+        button.disabled = false;
+      }
+    });
+    return button;
   }
 
   rename(label, name) {
