@@ -63,3 +63,16 @@ async def _session(url: str, samples: np.ndarray, turns: list[dict]) -> list[str
                     speakers.append((event.model_extra or {}).get("speaker"))
                     break
     return speakers
+
+
+def test_a_session_holds_a_bounded_number_of_voices():
+    """A client streaming a new 'voice' every utterance (noise) cannot grow the session's state without end."""
+    import numpy as np
+
+    from whisper_endpoint.serving.realtime.speakers import MAX_SESSION_VOICES, LiveSpeakers
+
+    rng = np.random.default_rng(0)  # unrelated vectors: every utterance is far from every voice
+    live = LiveSpeakers(lambda samples: rng.standard_normal(192), lambda: {})
+    labels = [live.label(np.zeros(32000, np.float32)) for _ in range(3 * MAX_SESSION_VOICES)]
+    assert len(live.voices) == MAX_SESSION_VOICES
+    assert set(labels) == set(live.voices)

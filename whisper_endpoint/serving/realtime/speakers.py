@@ -19,6 +19,9 @@ from whisper_endpoint.speakers.names import match
 # 0.62-0.88 (turns over 1.5 s), a wrong one's at most 0.56; another turn of the same voice 0.48-0.91.
 LIVE_MATCH_THRESHOLD = 0.6
 MIN_SPEECH_S = 1.0  # a shorter utterance gives no reliable embedding: it takes the last label
+# Most unnamed voices one session holds: past it an utterance joins its nearest voice (a client that streams
+# noise cannot grow the session's state without end).
+MAX_SESSION_VOICES = 32
 
 
 class LiveSpeakers:
@@ -40,8 +43,10 @@ class LiveSpeakers:
             label = named[0].name
         else:
             label = max(self.voices, key=lambda known: float(_unit(self.voices[known]) @ vector), default=None)
-            if label is None or float(_unit(self.voices[label]) @ vector) < LIVE_MATCH_THRESHOLD:
-                label = f"SPEAKER_{sum(known.startswith('SPEAKER_') for known in self.voices):02d}"
+            unnamed = sum(known.startswith("SPEAKER_") for known in self.voices)
+            far = label is None or float(_unit(self.voices[label]) @ vector) < LIVE_MATCH_THRESHOLD
+            if far and unnamed < MAX_SESSION_VOICES:
+                label = f"SPEAKER_{unnamed:02d}"
         self.voices[label] = self.voices.get(label, 0) + vector
         self.last = label
         return label
