@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 from whisper_endpoint.jobs import schema
@@ -22,7 +23,7 @@ class SqliteJobStore(SqlJobStore):
         self._db.row_factory = sqlite3.Row
         self._lock = threading.Lock()
         with self._lock:
-            self._db.execute("PRAGMA journal_mode=WAL")  # readers never wait for the writer
+            _wal(self._db)  # readers never wait for the writer
             self._db.execute("PRAGMA synchronous=FULL")  # a job acknowledged with 202 survives a power cut
             self._db.execute("BEGIN IMMEDIATE")  # the write lock: one process migrates at a time
             try:
@@ -46,3 +47,17 @@ class SqliteJobStore(SqlJobStore):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+def _wal(db: sqlite3.Connection, wait_s: float = 30.0) -> None:
+    """Switch to WAL. The switch needs the file to itself, and SQLite answers "database is locked" at once
+    (its busy timeout does not cover it) while another server opening the same file holds a lock: retry."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
