@@ -15,14 +15,14 @@ as ``NAME.json`` with sorted keys; the comparison is of those bytes. CPU only, a
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
-import wave
 from pathlib import Path
 
 import numpy as np
+
+from scripts.wav import pcm16_wav
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
@@ -42,19 +42,6 @@ def _samples(path: Path, start_s: float = 0.0, end_s: float | None = None) -> np
     return samples[round(start_s * RATE): None if end_s is None else round(end_s * RATE)]
 
 
-def _wav(samples: np.ndarray) -> bytes:
-    """16-bit PCM WAV, mono (n,) or channels x n: the bytes are the same on every run."""
-    data = np.atleast_2d(samples)
-    pcm = (np.clip(data.T, -1, 1) * 32767).round().astype("<i2")
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(data.shape[0])
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes(pcm.tobytes())
-    return buffer.getvalue()
-
-
 def _call() -> np.ndarray:
     """The agent on channel 0 from 0 s, the caller on channel 1 from 1 s (overlapping), 6 s."""
     agent, caller = _samples(CLIPS / AGENT), _samples(CLIPS / CALLER)
@@ -69,10 +56,10 @@ def requests() -> dict[str, tuple[str, dict]]:
     """name: (handler, request)."""
     clip = (CLIPS / AGENT).read_bytes()
     meeting = _samples(MEETING, 0.0, MEETING_S)
-    stereo = _wav(_call())
-    dual_mono = _wav(np.stack([_call()[0]] * 2))
+    stereo = pcm16_wav(_call())
+    dual_mono = pcm16_wav(np.stack([_call()[0]] * 2))
     noise = np.random.default_rng(0).normal(0, 0.05, 4 * RATE).astype(np.float32)
-    silence = _wav(np.zeros(4 * RATE, np.float32))
+    silence = pcm16_wav(np.zeros(4 * RATE, np.float32))
     # Known voices cut from later in the meeting (not in the 16 s transcribed).
     turns = json.loads(MEETING.with_suffix(".json").read_text())["turns"]
     later = {}
@@ -81,7 +68,7 @@ def requests() -> dict[str, tuple[str, dict]]:
             later[turn["speaker"]] = _samples(MEETING, turn["start"], turn["end"])
     import base64
 
-    known = [{"name": name, "audio": base64.b64encode(_wav(samples)).decode()}
+    known = [{"name": name, "audio": base64.b64encode(pcm16_wav(samples)).decode()}
              for name, samples in sorted(later.items())]
     words = {"return_timestamps": "word"}
     return {
@@ -101,18 +88,18 @@ def requests() -> dict[str, tuple[str, dict]]:
         "multichannel_segments": ("plain", {"inputs": stereo, "parameters": {"multichannel": True}}),
         "multichannel_diarize_ignored": ("plain", {"inputs": stereo, "parameters": {
             "multichannel": True, "diarize_channels": True}}),
-        "diarized": ("diarizing", {"inputs": _wav(meeting), "parameters": {
+        "diarized": ("diarizing", {"inputs": pcm16_wav(meeting), "parameters": {
             "return_speaker_turns": True, "return_speaker_words": True}}),
-        "diarized_segments_confidence": ("diarizing", {"inputs": _wav(meeting), "parameters": {
+        "diarized_segments_confidence": ("diarizing", {"inputs": pcm16_wav(meeting), "parameters": {
             "return_confidence": True, "num_speakers": 2}}),
         "diarized_silence": ("diarizing", {"inputs": silence, "parameters": {"return_speaker_turns": True}}),
-        "known_speakers": ("diarizing", {"inputs": _wav(meeting), "parameters": {
+        "known_speakers": ("diarizing", {"inputs": pcm16_wav(meeting), "parameters": {
             "known_speakers": known, "return_speaker_embeddings": True, "return_speaker_turns": True}}),
         "multichannel_diarized": ("diarizing", {"inputs": stereo, "parameters": {
             "multichannel": True, "diarize_channels": True, "return_speaker_turns": True, **words}}),
         # Warnings from several steps at once: the diarizer's (a speaker count it cannot reach) and the
         # channels' (dual mono), each said once.
-        "diarized_min_speakers": ("diarizing", {"inputs": _wav(meeting), "parameters": {"min_speakers": 4}}),
+        "diarized_min_speakers": ("diarizing", {"inputs": pcm16_wav(meeting), "parameters": {"min_speakers": 4}}),
         "multichannel_dual_mono_diarized": ("diarizing", {"inputs": dual_mono, "parameters": {
             "multichannel": True, "diarize_channels": True, "min_speakers": 3, "no_such_option": 1}}),
     }

@@ -20,16 +20,16 @@ the WER with speakers ignored (the ASR's own share), and the process CPU time of
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import sys
 import time
-import wave
 from pathlib import Path
 from unittest import mock
 
 import numpy as np
+
+from scripts.wav import pcm16_wav
 
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -51,18 +51,6 @@ def channels_from_turns(samples: np.ndarray, turns: list[dict], crosstalk_db: fl
         own[speakers.index(turn["speaker"]), start:end] = samples[start:end]
     leak = 10 ** (crosstalk_db / 20)
     return speakers, own + leak * (own.sum(axis=0, keepdims=True) - own)
-
-
-def wav_bytes(channels: np.ndarray) -> bytes:
-    """A 16-bit PCM WAV with one channel per row (what a call recorder writes)."""
-    pcm = (np.clip(channels.T, -1, 1) * 32767).astype("<i2")
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(channels.shape[0])
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes(pcm.tobytes())
-    return buffer.getvalue()
 
 
 def timed(handler, data: bytes, parameters: dict) -> tuple[dict, float]:
@@ -98,7 +86,7 @@ def evaluate(names: list[str], crosstalk_db: float, threads: int) -> dict:
         truth = json.loads(path.with_suffix(".json").read_text())["turns"]
         samples = decode_file(path.read_bytes(), max_seconds=4 * 3600).samples
         speakers, channels = channels_from_turns(samples, truth, crosstalk_db)
-        data = wav_bytes(channels)
+        data = pcm16_wav(channels)
         language = FILES[name]
         parameters = {"language": language, "multichannel": True, "channel_names": speakers}
         multi, multi_cpu = timed(handler, data, parameters)

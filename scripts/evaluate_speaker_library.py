@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import argparse
 import base64
-import io
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
-import wave
 from pathlib import Path
 
 import numpy as np
 import requests
 
 from scripts.evaluate_known_speakers import AUDIO, RATE, decode, flite_clips, impostor_clips, majority, scored_words
+from scripts.wav import pcm16_wav
 
 ROOT = Path(__file__).resolve().parents[1]
 KEY = "evaluation-key-0123456789"
@@ -47,17 +46,6 @@ TESTS = {  # name: (audio, language, seconds kept (None: all))
     "flite_meeting": (AUDIO / "dialogues" / "flite_meeting.flac", "en", None),
 }
 BARREL = AUDIO / "dialogues" / "fillets_barrel.flac"
-
-
-def wav(samples: np.ndarray) -> bytes:
-    """16-bit mono PCM WAV at 16 kHz."""
-    buffer = io.BytesIO()
-    with wave.open(buffer, "wb") as out:
-        out.setnchannels(1)
-        out.setsampwidth(2)
-        out.setframerate(RATE)
-        out.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    return buffer.getvalue()
 
 
 def turns_of(path: Path, seconds: float | None = None) -> list[dict]:
@@ -119,7 +107,7 @@ class Server:
 
 
 def b64(samples: np.ndarray) -> str:
-    return base64.b64encode(wav(samples)).decode()
+    return base64.b64encode(pcm16_wav(samples)).decode()
 
 
 def test_audio(name: str) -> tuple[bytes, list[dict], str]:
@@ -127,7 +115,7 @@ def test_audio(name: str) -> tuple[bytes, list[dict], str]:
     samples = decode(path)
     if seconds is not None:
         samples = samples[: round(seconds * RATE)]
-    return wav(samples), turns_of(path, seconds), language
+    return pcm16_wav(samples), turns_of(path, seconds), language
 
 
 def score(result: dict, turns: list[dict], enrolled: set[str]) -> dict:
@@ -183,7 +171,7 @@ def main() -> None:
 
 
 def from_job(server: Server, ids: dict, audio: dict) -> dict:
-    job = server.call("POST", "/jobs", 202, data=wav(decode(BARREL)), params={"language": "nl", "speaker_library": "false",
+    job = server.call("POST", "/jobs", 202, data=pcm16_wav(decode(BARREL)), params={"language": "nl", "speaker_library": "false",
                       "return_speaker_words": "true"}, headers={**AUTH, "Content-Type": "audio/wav"})
     while (state := server.call("GET", f"/jobs/{job['id']}", 200))["status"] not in ("succeeded", "failed"):
         time.sleep(0.5)
