@@ -12,8 +12,10 @@ imports) re-exports this class.
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
+from collections.abc import Callable
 
 from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import load_asr_backend
@@ -30,21 +32,30 @@ logger = logging.getLogger(__name__)
 
 
 class EndpointHandler:
-    """``speakers_from``: another handler whose diarizer and known voices this one shares (a server with
-    several ASR models loads the diarization once)."""
+    """``speakers_from``: another handler whose diarizer, known voices and speaker library this one shares
+    (a server with several ASR models loads the diarization once). ``open_library``: (diarizer,
+    SPEAKERS_DIR's voices) -> the speaker library (voice_library/) whose voices every diarized request
+    names, or None; the server and the batch command pass one, the platforms' handler keeps none."""
 
     def __init__(self, path: str = "", settings: ModelSettings | None = None, *,
-                 speakers_from: "EndpointHandler | None" = None):
+                 speakers_from: "EndpointHandler | None" = None, open_library: Callable | None = None):
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
-        self.library = getattr(speakers_from, "library", None)  # the speaker library (voice_library/), when served
         if speakers_from is not None:
             self.diarizer, self.voices = speakers_from.diarizer, speakers_from.voices
+            self.library = speakers_from.library
         else:
             self.diarizer = speaker_labels.diarizer_from_settings(self.settings, path)
             self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
+            self.library = open_library(self.diarizer, self.voices) if open_library else None
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
+
+    def with_library(self, library) -> "EndpointHandler":
+        """A copy of this loaded handler that names ``library``'s voices (the models are shared, not copied)."""
+        handler = copy.copy(self)
+        handler.library = library
+        return handler
 
     def __call__(self, data: dict) -> dict:
         return self.run(data)

@@ -78,8 +78,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
         else:
             from whisper_endpoint.handler import EndpointHandler
 
-            handler = EndpointHandler(settings=model_settings)
-            handler.library = _speaker_library(handler)
+            handler = EndpointHandler(settings=model_settings, open_library=_speaker_library)
     except EndpointError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -91,13 +90,13 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
     return 1 if summary.failed else 0
 
 
-def _speaker_library(handler):
+def _speaker_library(diarizer, voices):
     """The server's speaker library (SPEAKERS_DB, or beside JOBS_DB): the same voices named as by the server."""
     from whisper_endpoint.jobs.settings import JobSettings
     from whisper_endpoint.voice_library.opening import open_library
     from whisper_endpoint.voice_library.settings import LibrarySettings
 
-    return open_library(LibrarySettings(), JobSettings().db, handler.diarizer, handler.voices)
+    return open_library(LibrarySettings(), JobSettings().db, diarizer, voices)
 
 
 def _chosen_model(name: str, settings, *, ray: bool):

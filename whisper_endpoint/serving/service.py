@@ -15,14 +15,12 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from types import SimpleNamespace
 
 import anyio
 
 from whisper_endpoint.adapters.errors import NotReadyError, with_param
 from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.core.decode_context import DEADLINE, DISCONNECTED, DecodeContext, DecodeStopped
-from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.serving.limits import InferenceGate
 from whisper_endpoint.serving.metrics import Metrics
 from whisper_endpoint.serving.model_pool import ModelEntry, ModelPool, UnknownModelError, parse_models
@@ -42,7 +40,7 @@ class HandlerLoader:
     def __init__(self, settings: ServerSettings, decodes: int, open_library: Callable | None = None):
         self.settings, self.decodes = settings, decodes
         self.open_library = open_library  # (diarizer, SPEAKERS_DIR's voices) -> the speaker library or None
-        self._speakers = None  # the first handler's diarizer, known voices and library, shared by the others
+        self._speakers = None  # the first handler: its diarizer, known voices and library are shared by the others
 
     def __call__(self, entry: ModelEntry) -> Handler:
         from whisper_endpoint.core.config import ModelSettings
@@ -50,11 +48,8 @@ class HandlerLoader:
 
         model = ModelSettings(**entry.settings_update())
         handler = EndpointHandler(path=self.settings.model_dir, settings=model.with_workers_for(self.decodes),
-                                  speakers_from=self._speakers)
-        if self._speakers is None:
-            library = self.open_library(handler.diarizer, handler.voices) if self.open_library else None
-            handler.library = library
-            self._speakers = SimpleNamespace(diarizer=handler.diarizer, voices=handler.voices, library=library)
+                                  speakers_from=self._speakers, open_library=self.open_library)
+        self._speakers = self._speakers or handler
         return handler
 
     @property

@@ -7,7 +7,6 @@ Bodies are JSON under ``MAX_BODY_BYTES`` and the body timeout; decoding and embe
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Annotated
 
@@ -53,14 +52,12 @@ class Rename(BaseModel):
 def with_library(handler, open_library):
     """A given, already loaded handler (tests, embedders) with the library opened for its diarizer: a
     copy, so the caller's handler stays as it was. Anything else passes through (the loader opens it)."""
-    if handler is None or getattr(handler, "diarizer", None) is None or not hasattr(handler, "library"):
+    if handler is None or getattr(handler, "diarizer", None) is None or not hasattr(handler, "with_library"):
         return handler, None
     library = open_library(handler.diarizer, handler.voices)
     if library is None:
         return handler, None
-    handler = copy.copy(handler)
-    handler.library = library
-    return handler, library
+    return handler.with_library(library), library
 
 
 def router(service, jobs) -> APIRouter:
