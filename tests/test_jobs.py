@@ -11,7 +11,6 @@ import asyncio
 import base64
 import json
 import os
-import queue
 import signal
 import subprocess
 import sys

@@ -14,7 +14,6 @@ import sys
 import time
 
 import psycopg
-import pytest
 import requests
 
 from tests.conftest import AUDIO, ROOT

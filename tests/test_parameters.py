@@ -4,7 +4,6 @@ read by the flow and described for docs/parameters.md."""
 import base64
 import copy
 import dataclasses
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
