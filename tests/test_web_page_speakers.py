@@ -1,14 +1,18 @@
 """The web page and the speaker library, in the real browser (Debian's Chromium driven by Playwright, as in
 tests/test_web_page.py, whose page checks these reuse): live recording shows each utterance's speaker from
-the realtime session's events.
+the realtime session's events, and "Remember this voice" saves a speaker of a plain (synchronous) result
+from clips the page cuts from the file it sent.
 
 The fake microphone plays two voices of fillets_cave (a big_fish turn, then a small_fish turn); big_fish is
 enrolled from fillets_long (tests/test_known_speakers.py's clips), so the first utterance is named and the
-second gets the session's label. tiny.en with the embedded diarizer, each test on its own server and
+second gets the session's label. The saved voice comes from the first 15 s of fillets_cave and is named
+in fillets_barrel. tiny.en with the embedded diarizer, each test on its own server and
 library.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import pytest
@@ -18,7 +22,7 @@ from playwright.sync_api import expect, sync_playwright
 from scripts.browser import chromium, launch, microphone_wav
 from tests.conftest import encode
 from tests.serving_helpers import live_server
-from tests.test_known_speakers import AUDIO, RATE, _b64, fish  # noqa: F401 (fixture)
+from tests.test_known_speakers import AUDIO, BARREL, RATE, _b64, fish  # noqa: F401 (fixture)
 from tests.test_web_page import web  # noqa: F401 (fixture, on this module's browser)
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.jobs import JobSettings
@@ -34,6 +38,10 @@ GAP_S = 1.2  # between the two voices: over server VAD's 500 ms of silence, so t
 def _cut(path, start: float, end: float) -> np.ndarray:
     samples = decode_file(path.read_bytes(), max_seconds=600).samples
     return samples[round(start * RATE): round(end * RATE)]
+
+
+def _turns(path, until_s: float) -> list[dict]:
+    return [t for t in json.loads(path.with_suffix(".json").read_text())["turns"] if t["start"] < until_s]
 
 
 @pytest.fixture(scope="module")
@@ -73,3 +81,36 @@ def test_live_recording_shows_the_library_name_and_the_session_label(web, server
     expect(page.get_by_test_id("transcribe-recording")).to_be_visible(timeout=30_000)
     # The first two utterances (a slow stop may also catch the loop's next one).
     assert speakers.all_inner_texts()[:2] == ["big_fish", "SPEAKER_00"]
+
+
+def test_remember_this_voice_on_a_plain_result_enrols_clips_cut_in_the_page(web, server, tmp_path):  # noqa: F811
+    cave = tmp_path / "fillets_cave_15s.flac"
+    cave.write_bytes(encode(_cut(CAVE, 0.0, 15.0), RATE, "flac", "flac"))
+    page = web(server).open()
+    page.get_by_test_id("audio-file").set_input_files(str(cave))
+    page.get_by_test_id("submit").click()  # no jobs on this server: POST /predict
+    last = page.get_by_test_id("transcript").locator("article[data-speaker]").last
+    expect(last).to_be_visible(timeout=60_000)
+    label = last.get_attribute("data-speaker")  # the last turn is big_fish's (10.9-14.9 s)
+    page.locator(f'[data-testid="speaker-name"][data-speaker="{label}"]').fill("big_fish")
+    remember = page.locator(f'[data-testid="remember-voice"][data-speaker="{label}"]')
+    remember.click()
+    expect(remember).to_have_text("Remembered as big_fish", timeout=30_000)
+
+    library = requests.get(f"{server.url}/v1/speakers", timeout=10).json()["data"]
+    assert [(entry["name"], 1 <= entry["clips"] <= 3) for entry in library] == [("big_fish", True)]
+    # Another recording of the voice (fillets_barrel, 17-30 s: big_fish, small_fish, big_fish) names it.
+    barrel = encode(_cut(BARREL, 17.0, 30.0), RATE, "flac", "flac")
+    answer = requests.post(f"{server.url}/predict", data=barrel, params={"diarize": "true"},
+                           headers={"Content-Type": "audio/flac"}, timeout=120)
+    assert answer.status_code == 200, answer.text
+    assert [found["name"] for found in answer.json()["speaker_matches"]] == ["big_fish"]
+    named = [turn["timestamp"] for turn in answer.json()["speakers"] if turn["speaker"] == "big_fish"]
+    truth = [((t["start"] - 17.0, t["end"] - 17.0), t["speaker"]) for t in _turns(BARREL, 30.0) if t["end"] > 17.0]
+    heard = {who: sum(_overlap(span, said) for span, speaker in truth if speaker == who for said in named)
+             for who in ("big_fish", "small_fish")}
+    assert heard["big_fish"] > 2 * heard["small_fish"], (heard, answer.json()["speakers"])
+
+
+def _overlap(a, b) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0]))

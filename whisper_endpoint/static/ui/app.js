@@ -110,6 +110,7 @@ function applyConfig(config) {
     language.disabled = true;
   }
   view.setDownloads(config.downloads);
+  view.setLibrary(config.speaker_library);
   $("task-option").hidden = !config.multilingual;
   $("diarize-options").hidden = !config.diarization;
   $("record").disabled = !config.realtime;
