@@ -13,6 +13,7 @@ library.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -96,6 +97,12 @@ def test_remember_this_voice_on_a_plain_result_enrols_clips_cut_in_the_page(web,
     remember = page.locator(f'[data-testid="remember-voice"][data-speaker="{label}"]')
     remember.click()
     expect(remember).to_have_text("Remembered as big_fish", timeout=30_000)
+    # The server judges a save: the other voice under the same name is refused, its reason shown.
+    other = page.locator(f'[data-testid="speaker-name"]:not([data-speaker="{label}"])')
+    other.fill("big_fish")
+    refused = page.locator('[data-testid="remember-voice"]').filter(has_not_text="Remembered")
+    refused.click()
+    expect(refused).to_have_text(re.compile(r"refused the request: the library already has a speaker named 'big_fish'"))
 
     library = requests.get(f"{server.url}/v1/speakers", timeout=10).json()["data"]
     assert [(entry["name"], 1 <= entry["clips"] <= 3) for entry in library] == [("big_fish", True)]
