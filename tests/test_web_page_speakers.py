@@ -32,8 +32,8 @@ from whisper_endpoint.serving.settings import ServerSettings
 from whisper_endpoint.voice_library.settings import LibrarySettings
 
 CAVE = AUDIO / "dialogues" / "fillets_cave.flac"
-BIG_TURN, SMALL_TURN = (7.5, 10.6), (25.6, 28.4)  # fillets_cave's turns (its .json), 3.1 s and 2.8 s
-GAP_S = 1.2  # between the two voices: over server VAD's 500 ms of silence, so two utterances
+BIG_TURN, SMALL_TURN = (22.1, 24.8), (15.4, 17.9)  # fillets_cave's turns (its .json), 2.7 s and 2.5 s
+GAP_S = 1.0  # between the two voices: over server VAD's 500 ms of silence, so two utterances
 
 
 def _cut(path, start: float, end: float) -> np.ndarray:
@@ -54,7 +54,7 @@ def browser(tmp_path_factory):
     voices = np.concatenate([_cut(CAVE, *BIG_TURN), np.zeros(round(GAP_S * RATE), np.float32), _cut(CAVE, *SMALL_TURN)])
     folder = tmp_path_factory.mktemp("microphone")
     (folder / "two_voices.flac").write_bytes(encode(voices, RATE, "flac", "flac"))
-    # A long silence after, for the page to stop in (the fake microphone plays its file in a loop).
+    # A long silence after: the fake microphone plays its file in a loop.
     microphone = microphone_wav(folder / "two_voices.flac", folder / "microphone.wav", after_s=6.0)
     with sync_playwright() as driver:
         launched = launch(driver, microphone)
@@ -78,9 +78,7 @@ def test_live_recording_shows_the_library_name_and_the_session_label(web, server
     page.get_by_test_id("record").click()
     speakers = page.get_by_test_id("live-transcript").locator(".live-speaker")
     expect(speakers).to_have_count(2, timeout=40_000)  # each from a completed event's "speaker"
-    page.get_by_test_id("stop").click()
-    expect(page.get_by_test_id("transcribe-recording")).to_be_visible(timeout=30_000)
-    # The first two utterances (a slow stop may also catch the loop's next one).
+    # The first two utterances (a slow page may see the microphone's loop begin again).
     assert speakers.all_inner_texts()[:2] == ["big_fish", "SPEAKER_00"]
 
 
