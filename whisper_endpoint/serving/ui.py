@@ -26,8 +26,9 @@ from whisper_endpoint.serving.service import LOAD_FAILED, InferenceService
 from whisper_endpoint.speakers.enrolment import LONGEST_CLIP_S, SHORTEST_CLIP_S
 
 PAGE = files("whisper_endpoint") / "static" / "index.html"
-_CLIP_RULES = {"shortest_s": SHORTEST_CLIP_S, "longest_s": LONGEST_CLIP_S, "count": MAX_CLIPS_PER_SPEAKER}
 ASSETS = files("whisper_endpoint") / "static" / "ui"  # scripts, styles, the audio worklet
+# What POST /v1/speakers takes as clips (the rules of known_speakers): the page's "Remember this voice" cuts to them.
+_CLIP_RULES = {"shortest_s": SHORTEST_CLIP_S, "longest_s": LONGEST_CLIP_S, "count": MAX_CLIPS_PER_SPEAKER}
 # 'self' only: scripts, styles, the audio worklet, fetches and the WebSocket (CSP3 'self' covers ws:
 # on the same host); blob: for the player and the downloads made in the page.
 _HEADERS = {
@@ -88,7 +89,6 @@ def router(service: InferenceService, jobs: Jobs | None, *, auth_required: bool)
             "max_body_bytes": settings.max_body_bytes,
             "jobs_max_body_bytes": jobs.settings.max_body_bytes if jobs is not None else None,
             "realtime": settings.realtime_max_sessions > 0,
-            # The rules POST /v1/speakers applies to clips: the page picks turns that keep them.
             "speaker_library": _CLIP_RULES if service.library is not None else None,
             "downloads": list(DOWNLOADS),
             "languages": await anyio.to_thread.run_sync(language_names),  # 2.8 s the first time: off the loop
