@@ -7,8 +7,15 @@ A server in this process (embedded:base, DIARIZATION_MODEL=embedded, its library
 big_fish and small_fish enrolled through POST /v1/speakers from three turns each of fillets_barrel. The
 first ``--turns`` turns of fillets_long (same two actors, other recordings) go through the openai SDK's
 realtime client, one committed utterance per turn, into two sessions turn by turn: one with
-``speaker_labels: true``, one without. Delay: the time from the commit to ``completed``; the label's cost
-is the per-turn difference of the two (median and 90th percentile), measured in the same run.
+``speaker_labels: true``, one without.
+
+The label's delay, measured inside the labelled session: a session embeds the utterance while its words
+are decoded and sends ``completed`` once it has both, so what the label adds is the time from the words
+being ready to the label being ready (0 when the label came first). Both instants are read where the
+server's decoder returns them (``ServiceDecoder.final`` and ``.speaker``, wrapped in this process: two
+clock reads per call, the session itself unchanged), with the label's thread CPU time (``time.thread_time``
+around ``LiveSpeakers.label``, which runs on one thread: the diarizer's torch threads are 1 on up to 4
+cores). The A/B beside it: the time from the commit to ``completed`` in both sessions, per turn.
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
+import functools
 import json
+import os
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -33,8 +43,52 @@ LONG = AUDIO / "long" / "fillets_long.flac"
 COMPLETED = "conversation.item.input_audio_transcription.completed"
 
 
+class LabelTimes:
+    """When each labelled utterance's words and label were ready (``perf_counter``, this process's clock,
+    which the client reads too), and the label's thread CPU seconds, in the order the session decoded them."""
+
+    def __init__(self):
+        self.words: dict[int, list[float]] = {}  # id(decoder) -> instants, one per final decode
+        self.labels: dict[int, list[float]] = {}
+        self.cpu: list[float] = []
+
+    def install(self) -> None:
+        from whisper_endpoint.serving.realtime.decoder import ServiceDecoder
+        from whisper_endpoint.serving.realtime.speakers import LiveSpeakers
+
+        ServiceDecoder.final = self._stamped(ServiceDecoder.final, self.words)
+        ServiceDecoder.speaker = self._stamped(ServiceDecoder.speaker, self.labels)
+        label = LiveSpeakers.label
+
+        @functools.wraps(label)
+        def timed(speakers, samples):
+            started = time.thread_time()
+            try:
+                return label(speakers, samples)
+            finally:
+                self.cpu.append(time.thread_time() - started)
+
+        LiveSpeakers.label = timed
+
+    @staticmethod
+    def _stamped(method, instants: dict):
+        @functools.wraps(method)
+        async def stamped(decoder, *args):
+            result = await method(decoder, *args)
+            instants.setdefault(id(decoder), []).append(time.perf_counter())
+            return result
+
+        return stamped
+
+    def labelled(self) -> tuple[list[float], list[float]]:
+        """The labelled session's (words ready, label ready) instants."""
+        (decoder,) = self.labels  # one labelled session
+        return self.words[decoder], self.labels[decoder]
+
+
 async def utterances(url: str, pieces: list[np.ndarray], labels: list[bool]) -> list[list[tuple]]:
-    """Each piece committed in every session (one per ``labels`` value), in turn: (speaker, seconds)."""
+    """Each piece committed in every session (one per ``labels`` value), in turn: (speaker, seconds,
+    the commit's instant)."""
     from openai import AsyncOpenAI
 
     client = AsyncOpenAI(base_url=url + "/v1", api_key="not-checked")
@@ -55,12 +109,17 @@ async def utterances(url: str, pieces: list[np.ndarray], labels: list[bool]) -> 
                     if event.type == "error":
                         raise SystemExit(f"error event: {event}")
                     if event.type == COMPLETED:
-                        found[index].append(((event.model_extra or {}).get("speaker"), time.perf_counter() - started))
+                        found[index].append(((event.model_extra or {}).get("speaker"),
+                                             time.perf_counter() - started, started))
                         break
     finally:
         for connection in connections:
             await connection.close()
     return found
+
+
+def ms(seconds: list[float], percentile: float) -> float:
+    return round(float(np.percentile(seconds, percentile)) * 1000, 1)
 
 
 def main() -> None:
@@ -84,6 +143,9 @@ def main() -> None:
             chosen.append(barrel[round(turn["start"] * RATE): round(turn["end"] * RATE)])
     long, turns = decode(LONG), turns_of(LONG)[: args.turns]
     pieces = [long[round(t["start"] * RATE): round(t["end"] * RATE)] for t in turns]
+    times = LabelTimes()
+    times.install()
+    load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as folder:
         app = create_app(ServerSettings(), handler=handler, job_settings=JobSettings(enabled=False),
                          library_settings=LibrarySettings(db=Path(folder) / "speakers.sqlite"))
@@ -92,17 +154,31 @@ def main() -> None:
             response = requests.post(f"{url}/v1/speakers", json={"name": name, "audio": [b64(c) for c in found]})
             response.raise_for_status()
         labelled, plain = asyncio.run(utterances(url, pieces, [True, False]))
-    right = [said == turn["speaker"] for (said, _), turn in zip(labelled, turns)]
-    cost = [with_label - without for (_, with_label), (_, without) in zip(labelled, plain)]
+    load_after = os.getloadavg()
+    words_at, labels_at = times.labelled()
+    assert len(words_at) == len(labels_at) == len(labelled), (len(words_at), len(labels_at), len(labelled))
+    waits = [max(0.0, label - words) for words, label in zip(words_at, labels_at)]
+    right = [said == turn["speaker"] for (said, *_), turn in zip(labelled, turns)]
+    cost = [with_label - without for (_, with_label, _), (_, without, _) in zip(labelled, plain)]
     report = {
+        "command": " ".join(["python -m scripts.measure_live_speakers", *sys.argv[1:]]),
         "recording": f"fillets_long, first {len(turns)} turns ({turns[-1]['end']:.0f} s)", "model": args.model,
         "enrolled_from": "fillets_barrel (3 turns per fish)",
+        "cores": len(os.sched_getaffinity(0)), "load_average_1_5_15": {
+            "before": [round(x, 2) for x in load_before], "after": [round(x, 2) for x in load_after]},
         "utterances": len(turns), "named_right": round(sum(right) / len(right), 4),
-        "completed_s_p50": {"labels": round(float(np.median([s for _, s in labelled])), 3),
-                            "no_labels": round(float(np.median([s for _, s in plain])), 3)},
-        "label_cost_ms": {"p50": round(float(np.median(cost)) * 1000), "p90": round(float(np.percentile(cost, 90)) * 1000)},
-        "per_turn": [{"truth": t["speaker"], "seconds": round(t["end"] - t["start"], 2), "speaker": said}
-                     for (said, _), t in zip(labelled, turns)],
+        "label_wait_ms": {"p50": ms(waits, 50), "p90": ms(waits, 90), "max": ms(waits, 100),
+                          "label_first": sum(wait == 0 for wait in waits),
+                          "what": "completed's wait for the label once the words were ready (0: the label came first)"},
+        "label_thread_cpu_ms": {"p50": ms(times.cpu, 50), "p90": ms(times.cpu, 90), "max": ms(times.cpu, 100)},
+        "completed_s_p50": {"labels": round(float(np.median([s for _, s, _ in labelled])), 3),
+                            "no_labels": round(float(np.median([s for _, s, _ in plain])), 3)},
+        "label_cost_ab_ms": {"p50": ms(cost, 50), "p90": ms(cost, 90),
+                             "what": "per turn, commit -> completed with labels minus without (another session)"},
+        "per_turn": [{"truth": t["speaker"], "seconds": round(t["end"] - t["start"], 2), "speaker": said,
+                      "words_s": round(words - started, 3), "label_s": round(label - started, 3),
+                      "label_cpu_ms": round(cpu * 1000, 1)}
+                     for (said, _, started), t, words, label, cpu in zip(labelled, turns, words_at, labels_at, times.cpu)],
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")

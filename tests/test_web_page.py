@@ -283,7 +283,7 @@ def test_a_recording_with_an_api_key_streams_live_text_then_transcribes_and_seek
     # The last transcript ended the stop, not its timer: by order (the timer had not fired), not by time.
     assert page.evaluate("window.finishTimers") in ([], [False])
     expect(page.get_by_test_id("live-transcript").locator(".pending")).to_have_count(0)
-    assert wer([TEXT], [page.get_by_test_id("live-transcript").locator("p").first.inner_text()]) < 0.25
+    assert wer([TEXT], [page.get_by_test_id("live-transcript").locator(".live-text").first.inner_text()]) < 0.25
 
     page.get_by_test_id("transcribe-recording").click()
     expect(page.get_by_test_id("transcript")).to_contain_text("circuits", timeout=60_000)

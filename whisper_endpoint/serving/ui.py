@@ -17,14 +17,18 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.responses import FileResponse, RedirectResponse
 from starlette.staticfiles import StaticFiles
 
+from whisper_endpoint.core.config import MAX_CLIPS_PER_SPEAKER
 from whisper_endpoint.core.languages import language_names
 from whisper_endpoint.jobs import Jobs
 from whisper_endpoint.serving.formats_api import DOWNLOADS
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import LOAD_FAILED, InferenceService
+from whisper_endpoint.speakers.enrolment import LONGEST_CLIP_S, SHORTEST_CLIP_S
 
 PAGE = files("whisper_endpoint") / "static" / "index.html"
 ASSETS = files("whisper_endpoint") / "static" / "ui"  # scripts, styles, the audio worklet
+# What POST /v1/speakers takes as clips (the rules of known_speakers): the page's "Remember this voice" cuts to them.
+_CLIP_RULES = {"shortest_s": SHORTEST_CLIP_S, "longest_s": LONGEST_CLIP_S, "count": MAX_CLIPS_PER_SPEAKER}
 # 'self' only: scripts, styles, the audio worklet, fetches and the WebSocket (CSP3 'self' covers ws:
 # on the same host); blob: for the player and the downloads made in the page.
 _HEADERS = {
@@ -85,6 +89,7 @@ def router(service: InferenceService, jobs: Jobs | None, *, auth_required: bool)
             "max_body_bytes": settings.max_body_bytes,
             "jobs_max_body_bytes": jobs.settings.max_body_bytes if jobs is not None else None,
             "realtime": settings.realtime_max_sessions > 0,
+            "speaker_library": _CLIP_RULES if service.library is not None else None,
             "downloads": list(DOWNLOADS),
             "languages": await anyio.to_thread.run_sync(language_names),  # 2.8 s the first time: off the loop
         }, headers={"Cache-Control": "no-cache"})

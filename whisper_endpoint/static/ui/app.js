@@ -110,6 +110,7 @@ function applyConfig(config) {
     language.disabled = true;
   }
   view.setDownloads(config.downloads);
+  view.setLibrary(config.speaker_library);
   $("task-option").hidden = !config.multilingual;
   $("diarize-options").hidden = !config.diarization;
   $("record").disabled = !config.realtime;
@@ -221,7 +222,10 @@ function showUtterance(id, utterance) {
     line.remove(); // nothing was said in it
     return;
   }
-  line.textContent = utterance.text.trim() || (utterance.failed ? "(not transcribed)" : "…");
+  const span = (name, text) => Object.assign(document.createElement("span"), { className: name, textContent: text });
+  const text = span("live-text", utterance.text.trim() || (utterance.failed ? "(not transcribed)" : "…"));
+  // The session's label for a completed utterance: a library name, or SPEAKER_NN stable within the session.
+  line.replaceChildren(...(utterance.speaker ? [span("live-speaker", utterance.speaker), " "] : []), text);
   line.classList.toggle("pending", !utterance.final);
   line.classList.toggle("failed", utterance.failed);
 }
@@ -232,7 +236,8 @@ async function record() {
   $("transcribe-recording").hidden = true;
   $("live-transcript").replaceChildren();
   const language = state.config.multilingual ? $("language").value || null : null;
-  state.session = new LiveSession({ language, onUtterance: showUtterance, onError: showError });
+  const speakerLabels = Boolean(state.config.diarization && $("diarize").checked); // "who spoke when", live
+  state.session = new LiveSession({ language, speakerLabels, onUtterance: showUtterance, onError: showError });
   try {
     await state.session.start();
     $("stop").disabled = false;

@@ -3,46 +3,10 @@
 // and the recording kept as a WAV file for the file pipeline (diarization) afterwards.
 
 import { ApiError, apiKey, postJSON } from "./api.js";
+import { RATE, base64, pcm16, wavFile } from "./wav.js";
 
-const RATE = 16000;
 const KEY_PROTOCOL = "openai-insecure-api-key.";
 const FINISH_TIMEOUT_MS = 20000; // how long stop() waits for the last utterances' transcripts
-
-function base64(int16) {
-  const bytes = new Uint8Array(int16.buffer, int16.byteOffset, int16.byteLength);
-  let text = "";
-  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode(...bytes.subarray(i, i + 0x8000));
-  return btoa(text);
-}
-
-function pcm16(floats) {
-  const out = new Int16Array(floats.length);
-  for (let i = 0; i < floats.length; i++) {
-    const s = Math.max(-1, Math.min(1, floats[i]));
-    out[i] = s < 0 ? s * 0x8000 : s * 0x7fff;
-  }
-  return out;
-}
-
-/** A mono PCM16 WAV file of the blocks. */
-export function wavFile(blocks, rate = RATE) {
-  const samples = blocks.reduce((n, block) => n + block.length, 0);
-  const header = new DataView(new ArrayBuffer(44));
-  const text = (offset, value) => [...value].forEach((c, i) => header.setUint8(offset + i, c.charCodeAt(0)));
-  text(0, "RIFF");
-  header.setUint32(4, 36 + samples * 2, true);
-  text(8, "WAVEfmt ");
-  header.setUint32(16, 16, true); // fmt chunk size
-  header.setUint16(20, 1, true); // PCM
-  header.setUint16(22, 1, true); // mono
-  header.setUint32(24, rate, true);
-  header.setUint32(28, rate * 2, true); // bytes per second
-  header.setUint16(32, 2, true); // bytes per frame
-  header.setUint16(34, 16, true); // bits per sample
-  text(36, "data");
-  header.setUint32(40, samples * 2, true);
-  return new File([header, ...blocks], "recording.wav", { type: "audio/wav" });
-}
 
 async function microphone() {
   if (!window.isSecureContext || !navigator.mediaDevices?.getUserMedia) {
@@ -77,16 +41,18 @@ function connect(offered) {
 }
 
 /**
- * One recording. `onUtterance(id, {text, final, failed, committed})` for each utterance as it changes;
+ * One recording. `onUtterance(id, {text, final, failed, committed, speaker})` for each utterance as it
+ * changes (`speaker`: with `speakerLabels`, the completed utterance's library name or SPEAKER_NN);
  * `onError(sentence)` for errors the session reports.
  */
 export class LiveSession {
-  constructor({ language = null, onUtterance, onError }) {
+  constructor({ language = null, speakerLabels = false, onUtterance, onError }) {
     this.language = language;
+    this.speakerLabels = speakerLabels;
     this.onUtterance = onUtterance;
     this.onError = onError;
     this.blocks = [];
-    this.utterances = new Map(); // item id -> {text, final, failed}
+    this.utterances = new Map(); // item id -> {text, final, failed, committed, speaker}
     this.speaking = false;
   }
 
@@ -99,7 +65,10 @@ export class LiveSession {
         this.pendingDone?.(); // nothing more will arrive
         if (!this.stopping) this.onError(`The live session ended: ${event.reason || "the connection closed"}.`);
       };
-      const transcription = this.language ? { language: this.language } : {};
+      const transcription = {
+        ...(this.language ? { language: this.language } : {}),
+        ...(this.speakerLabels ? { speaker_labels: true } : {}),
+      };
       this.send({ type: "session.update", session: { type: "transcription", audio: { input: {
         format: { type: "audio/pcm", rate: RATE }, transcription, turn_detection: { type: "server_vad" } } } } });
       this.context = new AudioContext({ sampleRate: RATE });
@@ -167,7 +136,7 @@ export class LiveSession {
         this.update(event.item_id, { text: (this.utterances.get(event.item_id)?.text || "") + event.delta });
         break;
       case "conversation.item.input_audio_transcription.completed":
-        this.update(event.item_id, { text: event.transcript, final: true });
+        this.update(event.item_id, { text: event.transcript, final: true, speaker: event.speaker ?? null });
         break;
       case "conversation.item.input_audio_transcription.failed":
         this.update(event.item_id, { final: true, failed: true });

@@ -4,6 +4,7 @@
 import { postJSON } from "./api.js";
 import { blocksOf, named } from "./blocks.js";
 import { clock, drawTimeline } from "./timeline.js";
+import { clipSpans, monoSamples, wavClips } from "./voice-clips.js";
 
 // Okabe and Ito's palette: told apart with every common colour-vision deficiency.
 const COLOURS = ["#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#8c6d1f", "#000000"];
@@ -49,11 +50,21 @@ export class ResultView {
     }
   }
 
+  /** The server's speaker library (GET /ui/config.json's `speaker_library`: its clip rules), or null. */
+  setLibrary(library) {
+    this.library = library;
+  }
+
   /** Show `result`; `audio`: a File or Blob to play along, or null; `name`: the audio's file name;
    * `jobId`: the job it came from, if any. */
   show(result, audio, name = "transcript", jobId = null) {
     this.result = result;
-    this.jobId = jobId; // a job's result: its speakers' voices can be saved to the speaker library
+    // A job's speakers are saved to the library from the voices the job kept; another result's from its
+    // audio, cut here. Names the library gave are in it already.
+    this.jobId = jobId;
+    this.audio = audio;
+    this.samples = null; // the audio decoded, once a voice is saved from it
+    this.fromLibrary = new Set((result.speaker_matches || []).map((found) => found.name));
     this.baseName = name.replace(/\.[^.]+$/, "") || "transcript";
     const view = blocksOf(result);
     this.blocks = view.blocks;
@@ -93,12 +104,14 @@ export class ResultView {
       });
       input.addEventListener("input", () => this.rename(label, input.value.trim() || label));
       item.append(input);
-      if (this.jobId) item.append(this.rememberButton(label));
+      const savable = this.library && (this.jobId || this.audio) && !this.fromLibrary.has(label);
+      if (savable) item.append(this.rememberButton(label));
       list.append(item);
     }
   }
 
-  /** "Remember this voice": the renamed speaker enrolled in the server's library, from the job's kept voice. */
+  /** "Remember this voice": the renamed speaker enrolled in the server's library, from the job's kept voice
+   * or clips of its turns. */
   rememberButton(label) {
     const button = make("button", {
       type: "button", class: "remember", "data-testid": "remember-voice", "data-speaker": label,
@@ -112,7 +125,7 @@ export class ResultView {
       }
       button.disabled = true;
       try {
-        await postJSON("/v1/speakers", { name, job_id: this.jobId, speaker: label });
+        await postJSON("/v1/speakers", await this.enrolment(name, label));
         button.textContent = `Remembered as ${name}`;
       } catch (error) {
         button.textContent = error.message;
@@ -120,6 +133,18 @@ export class ResultView {
       }
     });
     return button;
+  }
+
+  /** The body of POST /v1/speakers that enrols `label` as `name`. */
+  async enrolment(name, label) {
+    if (this.jobId) return { name, job_id: this.jobId, speaker: label };
+    this.samples ||= monoSamples(this.audio).catch((error) => {
+      this.samples = null; // another click tries again
+      throw new Error(`This browser could not decode the audio to cut the voice's clips (${error.message}).`);
+    });
+    // The diarization's own turns where the result has them; else the transcript's turns by speaker.
+    const turns = this.result.speaker_turns || this.blocks;
+    return { name, audio: await wavClips(await this.samples, clipSpans(turns, label, this.library)) };
   }
 
   rename(label, name) {

@@ -20,6 +20,7 @@ export function parametersFor(options, config) {
   if (config.diarization) parameters.diarize = diarize;
   if (diarize) {
     parameters.return_speaker_words = true;
+    parameters.return_speaker_turns = true; // where each voice speaks alone: "Remember this voice" cuts its clips there
     parameters.num_speakers = options.numSpeakers || null;
     parameters.min_speakers = options.minSpeakers || null;
     parameters.max_speakers = options.maxSpeakers || null;
