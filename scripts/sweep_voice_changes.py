@@ -52,13 +52,13 @@ def sweep() -> dict:
         diarizer({"waveform": torch.from_numpy(file.samples)[None], "sample_rate": 16000, "uri": file.name})
         output = seen["output"]
         labels, whole = output.speaker_diarization.labels(), output.exclusive_speaker_diarization
-        counts = {}
+        counts, alone = {}, diarizer._embed_alone(seen["samples"])
         for cut in CUTS:
             pieces = whole if cut is None else voice_changes.split_turns(
                 whole, seen["frames"], trunk, seen["samples"], voice_changes.VoiceChangeOptions(similarity=cut))
             for separation in SEPARATIONS:
                 options = count_check.CountCheckOptions(separation=separation)
-                found = count_check.split(pieces, labels, seen["embed"], options, None)
+                found = count_check.split(pieces, labels, seen["embed"], options, None, alone)
                 counts[f"cut {cut} / separation {separation}"] = len(set(whole.labels()) | {m.new for m in found.moves})
         true = len(file.reference.labels())
         files[file.name] = {"set": file.set, "speakers_true": true, "speakers_found": counts}

@@ -43,6 +43,8 @@ from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.diarization.turn_check import MIN_DURATION_S, Move
 
+JOIN_TURNS = 10  # turns per side a join compares at most: CAM++ runs on each alone (bounded cost)
+
 
 @dataclass(frozen=True)
 class CountCheckOptions:
@@ -82,15 +84,18 @@ def split(
     embed: Callable[[Segment], np.ndarray],
     options: CountCheckOptions = CountCheckOptions(),
     room: int | None = None,
+    embed_alone: Callable[[Segment], np.ndarray] | None = None,
 ) -> Split:
-    """Speakers whose turns hold separate voices, split; at most ``room`` new speakers (None: no bound)."""
+    """Speakers whose turns hold separate voices, split; at most ``room`` new speakers (None: no bound).
+    ``embed_alone``: the embedding of a turn's own samples, for the joins (default: ``embed``)."""
     voices = {label: _voices(label, _embedded(exclusive, label, embed, options.min_turn), options)
               for label in labels}
     main = {label: found[0] for label, found in voices.items() if found}
     extra = sorted((v for found in voices.values() for v in found[1:]), key=lambda v: -v.separation)
     if not extra:
         return Split()
-    targets = [_same_voice(voice, main, options) for voice in extra]
+    alone = _Cached(embed_alone or embed)
+    targets = [_same_voice(voice, main, options, alone) for voice in extra]
     new = [voice for voice, target in zip(extra, targets, strict=True) if target is None]
     stay = new[max(room, 0):] if room is not None else []  # not split after all: they stay with their speaker
     owners, taken, moves = {}, set(labels), []
@@ -150,19 +155,36 @@ def _bisect(unit: np.ndarray, durations: np.ndarray, members: np.ndarray, separa
     return [group for s in sides for group in _bisect(unit, durations, s, mean, options)]
 
 
-def _same_voice(voice: _Voice, main: dict[str, _Voice], options: CountCheckOptions) -> str | None:
+def _same_voice(voice: _Voice, main: dict[str, _Voice], options: CountCheckOptions, alone: _Cached) -> str | None:
     """The other speaker a split-off voice cannot be told apart from (by the same test), if any: it joins
-    that speaker instead of becoming a new one (the least separated when several qualify)."""
+    that speaker instead of becoming a new one (the least separated when several qualify). Both sides are
+    embedded alone (``JOIN_TURNS`` longest turns each): pooled frames near a change of speaker also
+    heard the neighbour, which sets one voice's turns after different neighbours apart."""
     best, label = None, None
+    mine = alone.longest(voice.turns)
     for other, kept in main.items():
         if other == voice.speaker:
             continue
-        unit = _unit(np.concatenate([voice.embeddings, kept.embeddings]))
-        side = np.arange(len(unit)) < len(voice.embeddings)
+        unit = _unit(np.concatenate([mine, alone.longest(kept.turns)]))
+        side = np.arange(len(unit)) < len(mine)
         mean, lowest = _separation(unit @ unit.T, side)
         if (lowest <= 0 or mean < options.separation) and (best is None or mean < best):
             best, label = mean, other
     return label
+
+
+class _Cached:
+    """Turn embeddings made once each, for the joins."""
+
+    def __init__(self, embed: Callable[[Segment], np.ndarray]):
+        self.embed, self.made = embed, {}
+
+    def longest(self, turns: list[Segment]) -> np.ndarray:
+        chosen = sorted(turns, key=lambda turn: -turn.duration)[:JOIN_TURNS]
+        for turn in chosen:
+            if turn not in self.made:
+                self.made[turn] = np.asarray(self.embed(turn), dtype=np.float64)
+        return np.stack([self.made[turn] for turn in chosen])
 
 
 def _fiedler_side(similarity: np.ndarray) -> np.ndarray:

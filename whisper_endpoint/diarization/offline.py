@@ -168,7 +168,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             exclusive = output.exclusive_speaker_diarization
             if self.voice_changes is not None:
                 output, exclusive = self._cut_voice_changes(output, embed, samples, frames)
-            output = self._check_count(output, embed, count_check, max_speakers, exclusive)
+            output = self._check_count(output, embed, count_check, max_speakers, exclusive, self._embed_alone(samples))
         return output
 
     def get_embeddings(self, file, binary_segmentations, exclude_overlap=False, hook=None):
@@ -215,15 +215,16 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
 
     def _check_count(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray],
                      options: count_check.CountCheckOptions, max_speakers: int | None,
-                     exclusive: Annotation | None = None) -> DiarizeOutput:
+                     exclusive: Annotation | None = None,
+                     embed_alone: Callable[[Segment], np.ndarray] | None = None) -> DiarizeOutput:
         """``exclusive``: the turns to look at (default: the output's exclusive turns; after the voice-change
-        cut, its pieces)."""
+        cut, its pieces); ``embed_alone``: CAM++ on a turn's own samples, for the count check's joins."""
         labels = _labels_with_centroids(output)
         if labels is None:
             return output
         room = None if max_speakers is None else max_speakers - len(labels)
         exclusive = output.exclusive_speaker_diarization if exclusive is None else exclusive
-        found = count_check.split(exclusive, labels, embed, options, room)
+        found = count_check.split(exclusive, labels, embed, options, room, embed_alone)
         if not found.moves:
             return output
         return _moved(output, found.moves, dict(zip(labels, output.speaker_embeddings, strict=True)) | found.centroids)
@@ -237,6 +238,10 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             if frames is None:
                 frames = pooled.frames_of(trunk, torch.from_numpy(samples), self.tiling)
             return frames.embedder(trunk)
+        return self._embed_alone(samples)
+
+    def _embed_alone(self, samples: np.ndarray) -> Callable[[Segment], np.ndarray]:
+        """span -> CAM++ run on that stretch of ``samples`` alone (no neighbouring speech in its context)."""
         device = next(self.embedding_network.parameters()).device
         rate = speech_fill.SAMPLE_RATE
 
