@@ -66,7 +66,7 @@ def sweep() -> dict:
     right = {key: [name for name, row in files.items() if row["speakers_found"][key] == row["speakers_true"]]
              for key in next(iter(files.values()))["speakers_found"]}
     return {"files": files, "count_right": {key: len(names) for key, names in right.items()},
-            "torch_threads": torch.get_num_threads()}
+            "torch_threads": torch.get_num_threads(), "how": "python -m scripts.sweep_voice_changes"}
 
 
 def main() -> int:
