@@ -5,6 +5,8 @@
     .venv/bin/python -m scripts.evaluate_speaker_count --sweep [--out results/speaker_count_sweep.json]
     .venv/bin/python -m scripts.evaluate_speaker_count --voice-changes '{}' --out results/voice_changes.json
     .venv/bin/python -m scripts.evaluate_speaker_count --table results/voice_changes.json  # docs/voice_changes.md
+    .venv/bin/python -m scripts.evaluate_speaker_count --table results/voice_changes.json \
+        --before results/voice_changes_components.json  # the first count check's "after" against this one's
 
 Files: scripts/speaker_count_sets.py (the alike-voice tuning and judging dialogues, the one-speaker
 negatives, the four dev files, the Japanese meeting and the 13.4 min file). Each runs through one
@@ -39,7 +41,7 @@ from scripts.evaluate_diarization import COLLAR, ROOT, SharedFrontEnd, score  # 
 from scripts.speaker_count_sets import SETS, TUNED, centroid_similarities, load, reference_similarity  # noqa: E402
 
 FAIR_DER = 15.0
-SWEEP = {"similarity": [0.7, 0.72, 0.74, 0.75, 0.76, 0.77, 0.78, 0.8], "min_speech": [3.0, 4.0, 5.0]}
+SWEEP = {"separation": [0.1, 0.12, 0.13, 0.14, 0.15, 0.16], "min_speech": [3.0, 4.0, 5.0]}
 
 
 def pipeline(threads: int | None):
@@ -184,14 +186,14 @@ def sweep(threads: int | None) -> dict:
 
     diarizer, files = pipeline(threads), load(tuple(sorted(TUNED)))
     grid = []
-    for similarity in SWEEP["similarity"]:
+    for separation in SWEEP["separation"]:
         for min_speech in SWEEP["min_speech"]:
-            options = CountCheckOptions(similarity=similarity, min_speech=min_speech)
+            options = CountCheckOptions(separation=separation, min_speech=min_speech)
             wrong = [f.name for f in files if diarize(diarizer, f, options)[0]["speakers_found"]
                      != len(f.reference.labels())]
-            grid.append({"similarity": similarity, "min_speech": min_speech,
+            grid.append({"separation": separation, "min_speech": min_speech,
                          "count_right": len(files) - len(wrong), "wrong": wrong})
-            print(f"similarity {similarity:.3f}, min_speech {min_speech:g} s: {len(files) - len(wrong)}/{len(files)}"
+            print(f"separation {separation:.3f}, min_speech {min_speech:g} s: {len(files) - len(wrong)}/{len(files)}"
                   f" right {wrong or ''}", flush=True)
     return {"files": [f.name for f in files], "grid": grid, "torch_threads": _threads()}
 
@@ -210,9 +212,16 @@ def markdown_row(name: str, row: dict) -> str:
             f"{row['der_told_the_count']:.2f}% | {pairs} |")
 
 
-def table(result: dict) -> str:
+def against(before: dict, after: dict) -> dict:
+    """``after`` with its first column ("without") replaced by ``before``'s "after", for the files in both."""
+    files = {name: {**row, "without_voice_changes": before["files"][name]["after"]}
+             for name, row in after["files"].items() if name in before["files"]}
+    return {**after, "files": files, "summary": summary(files)}
+
+
+def table(result: dict, when: str | None = None) -> str:
     cut = any("without_voice_changes" in row for row in result["files"].values())
-    when = "without → with the voice-change cut" if cut else "before → after"
+    when = when or ("without → with the voice-change cut" if cut else "before → after")
     lines = [f"| file | set | speakers | found {when} | DER {when} | DER told the count | alike pairs |",
              "|---|---|---|---|---|---|---|"]
     lines += [markdown_row(name, row) for name, row in result["files"].items()]
@@ -231,15 +240,20 @@ def main() -> int:
     parser.add_argument("--sets", default=None, help=f"comma-separated sets (default: all of {', '.join(SETS)})")
     parser.add_argument("--skip-long", action="store_true", help="leave out the 13.4 min file")
     parser.add_argument("--count-check", type=json.loads, default={}, metavar="JSON",
-                        help='CountCheckOptions for "after" other than the defaults, e.g. \'{"bridges": true}\'')
+                        help='CountCheckOptions for "after" other than the defaults, e.g. \'{"separation": 0.2}\'')
     parser.add_argument("--voice-changes", type=json.loads, default=None, metavar="JSON",
                         help="VoiceChangeOptions ('{}': the defaults); before then means the count check alone")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="with --table: an earlier results file whose \"after\" is the first column")
     parser.add_argument("--sweep", action="store_true", help="the count check's settings on the tuned-on files")
     parser.add_argument("--table", nargs="?", const=ROOT / "results" / "speaker_count.json", type=Path,
                         help="print the markdown table of a results file and stop")
     args = parser.parse_args()
     if args.table:
-        print(table(json.loads(args.table.read_text())))
+        result = json.loads(args.table.read_text())
+        if args.before:
+            result = against(json.loads(args.before.read_text()), result)
+        print(table(result, "with the first count check → now" if args.before else None))
         return 0
     if args.sweep:
         result = sweep(args.threads)

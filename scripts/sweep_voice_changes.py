@@ -1,12 +1,13 @@
-"""Speaker counts for settings of the voice-change cut and the count check's ``piece_similarity``.
+"""Speaker counts for settings of the voice-change cut and the count check's ``separation``.
 
     .venv/bin/python -m scripts.sweep_voice_changes [--out results/voice_changes_sweep.json]
 
 On the sets the diarizer is tuned on (tuning, dev, negatives; never judging or the held-out files).
 Each file is diarized once (frames, clustering, turn check); then, for every setting, its exclusive
-turns are cut (voice_changes.split_turns) and the count check is run on the pieces. The count is the
-speakers of the exclusive turns plus those the check adds. The pieces' turn check is left out here
-(it moves pieces between speakers found, it does not change the count).
+turns are cut (voice_changes.split_turns; ``cut none``: not cut, the count check alone) and the count
+check is run on the pieces. The count is the speakers of the exclusive turns plus those the check adds.
+The pieces' turn check is left out here (it moves pieces between speakers found, it does not change
+the count).
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from scripts.evaluate_diarization import ROOT  # noqa: E402
 from scripts.speaker_count_sets import TUNED, load  # noqa: E402
 
-CUTS = (0.62, 0.66, 0.7)
-PIECE_SIMILARITIES = (0.74, 0.76, 0.78, 0.8, 0.82)
+CUTS = (None, 0.62, 0.66, 0.7)
+SEPARATIONS = (0.1, 0.12, 0.13, 0.14, 0.15, 0.16)
 
 
 def sweep() -> dict:
@@ -51,22 +52,21 @@ def sweep() -> dict:
         diarizer({"waveform": torch.from_numpy(file.samples)[None], "sample_rate": 16000, "uri": file.name})
         output = seen["output"]
         labels, whole = output.speaker_diarization.labels(), output.exclusive_speaker_diarization
-        counts = {}
+        counts, alone = {}, diarizer._embed_alone(seen["samples"])
         for cut in CUTS:
-            pieces = voice_changes.split_turns(whole, seen["frames"], trunk, seen["samples"],
-                                               voice_changes.VoiceChangeOptions(similarity=cut))
-            made = frozenset(voice_changes.new_pieces(whole, pieces).itersegments())
-            for piece in PIECE_SIMILARITIES:
-                options = count_check.CountCheckOptions(piece_similarity=piece)
-                found = count_check.split(pieces, labels, seen["embed"], options, None, made)
-                counts[f"cut {cut} / piece {piece}"] = len(set(whole.labels()) | {m.new for m in found.moves})
+            pieces = whole if cut is None else voice_changes.split_turns(
+                whole, seen["frames"], trunk, seen["samples"], voice_changes.VoiceChangeOptions(similarity=cut))
+            for separation in SEPARATIONS:
+                options = count_check.CountCheckOptions(separation=separation)
+                found = count_check.split(pieces, labels, seen["embed"], options, None, alone)
+                counts[f"cut {cut} / separation {separation}"] = len(set(whole.labels()) | {m.new for m in found.moves})
         true = len(file.reference.labels())
         files[file.name] = {"set": file.set, "speakers_true": true, "speakers_found": counts}
         print(file.name, true, {k: v for k, v in counts.items() if v != true} or "all right", flush=True)
     right = {key: [name for name, row in files.items() if row["speakers_found"][key] == row["speakers_true"]]
              for key in next(iter(files.values()))["speakers_found"]}
     return {"files": files, "count_right": {key: len(names) for key, names in right.items()},
-            "torch_threads": torch.get_num_threads()}
+            "torch_threads": torch.get_num_threads(), "how": "python -m scripts.sweep_voice_changes"}
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
 """Cutting turns where the voice changes (whisper_endpoint/diarization/voice_changes.py), on the short-gap
 alike-voice files: a tuning dialogue whose two voices (rms and a copy 3 semitones up) change within
-0.1-0.4 s or overlap, and a one-voice negative with the same gaps that must stay one speaker."""
+0.1-0.4 s or overlap, a one-voice negative with the same gaps that must stay one speaker, and a judging
+dialogue (not tuned on) whose second woman the windows split between two labels."""
 
 import json
 
@@ -15,6 +16,7 @@ from whisper_endpoint.diarization import pooled, voice_changes
 ALIKE = ROOT / "audio" / "alike_voices"
 CLOSE = ALIKE / "tuning" / "t8_rms_copy_close.flac"  # one speaker without the cut (results/voice_changes.json)
 ONE_VOICE = ALIKE / "negatives" / "n4_slt_close.flac"  # slt at varied rates and pitches, 0.1-0.4 s gaps
+TWO_WOMEN_AND_A_MAN = ALIKE / "judging" / "j7_alpha_nezumi_kumo_close.flac"  # jf_alpha, jf_nezumi, jm_kumo
 
 
 def turns(path):
@@ -64,6 +66,23 @@ def test_one_voice_with_short_gaps_stays_one_speaker(diarizer):
     assert len({turn["speaker"] for turn in turns(ONE_VOICE)}) == 1
     found = diarizer.diarize(decode_reference(ONE_VOICE))
     assert speakers(found) == {"SPEAKER_00"} and found.speakers == ["SPEAKER_00"]
+
+
+def test_a_voice_cut_out_of_a_mixed_speaker_joins_the_speaker_that_already_has_it(diarizer):
+    # The windows give jf_alpha and jf_nezumi's first turns one label and her later turns (after the man)
+    # another; the cut and the count check take her out of the first, and she must join the second
+    # (compared on turns embedded alone: pooled, the man next to her later turns sets them apart), not
+    # become a fourth speaker.
+    truth = turns(TWO_WOMEN_AND_A_MAN)
+    found = diarizer.diarize(decode_reference(TWO_WOMEN_AND_A_MAN))
+    assert len({turn["speaker"] for turn in truth}) == len(speakers(found)) == 3
+    labels = {}
+    for turn in truth:  # who the diarizer says speaks in the middle of each true turn
+        middle = (turn["start"] + turn["end"]) / 2
+        said = [t.speaker for t in found.exclusive if t.start <= middle < t.end]
+        labels.setdefault(turn["speaker"], set()).update(said)
+    assert all(len(found_labels) == 1 for found_labels in labels.values()), labels
+    assert len(set.union(*labels.values())) == 3
 
 
 def test_options_come_from_the_pipeline_config():

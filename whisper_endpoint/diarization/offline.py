@@ -165,10 +165,10 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         if self.turn_check is not None:
             output = self._check_turns(output, embed)
         if count_check is not None:
-            exclusive, cut = output.exclusive_speaker_diarization, frozenset()
+            exclusive = output.exclusive_speaker_diarization
             if self.voice_changes is not None:
-                output, exclusive, cut = self._cut_voice_changes(output, embed, samples, frames)
-            output = self._check_count(output, embed, count_check, max_speakers, exclusive, cut)
+                output, exclusive = self._cut_voice_changes(output, embed, samples, frames)
+            output = self._check_count(output, embed, count_check, max_speakers, exclusive, self._embed_alone(samples))
         return output
 
     def get_embeddings(self, file, binary_segmentations, exclude_overlap=False, hook=None):
@@ -198,34 +198,33 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         return _moved(output, found) if found else output
 
     def _cut_voice_changes(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray], samples: np.ndarray,
-                           frames: pooled.FrameStore) -> tuple[DiarizeOutput, Annotation, frozenset[Segment]]:
+                           frames: pooled.FrameStore) -> tuple[DiarizeOutput, Annotation]:
         """The exclusive turns cut where the voice changes (voice_changes.py), the pieces turn-checked:
-        the output with those moves, its exclusive turns as pieces, and the pieces cutting made
-        (for the count check)."""
+        the output with those moves, and its exclusive turns as pieces (for the count check)."""
         exclusive = output.exclusive_speaker_diarization
         pieces = voice_changes.split_turns(exclusive, frames, pooled.Trunk(self.embedding_network), samples,
                                            self.voice_changes)
         cut = voice_changes.new_pieces(exclusive, pieces)
-        made = frozenset(cut.itersegments())
         labels = _labels_with_centroids(output)
-        if labels is None or self.turn_check is None or not made:
-            return output, pieces, made
+        if labels is None or self.turn_check is None or not cut:
+            return output, pieces
         found = turn_check.moves(cut, labels, output.speaker_embeddings, embed, self.turn_check)
         if not found:
-            return output, pieces, made
-        return _moved(output, found), voice_changes.relabel(pieces, found), made
+            return output, pieces
+        return _moved(output, found), voice_changes.relabel(pieces, found)
 
     def _check_count(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray],
                      options: count_check.CountCheckOptions, max_speakers: int | None,
-                     exclusive: Annotation | None = None, cut: frozenset[Segment] = frozenset()) -> DiarizeOutput:
-        """``exclusive``: the turns to look at (default: the output's exclusive turns); ``cut``: those of
-        them that are pieces of a turn cut where the voice changed."""
+                     exclusive: Annotation | None = None,
+                     embed_alone: Callable[[Segment], np.ndarray] | None = None) -> DiarizeOutput:
+        """``exclusive``: the turns to look at (default: the output's exclusive turns; after the voice-change
+        cut, its pieces); ``embed_alone``: CAM++ on a turn's own samples, for the count check's joins."""
         labels = _labels_with_centroids(output)
         if labels is None:
             return output
         room = None if max_speakers is None else max_speakers - len(labels)
         exclusive = output.exclusive_speaker_diarization if exclusive is None else exclusive
-        found = count_check.split(exclusive, labels, embed, options, room, cut)
+        found = count_check.split(exclusive, labels, embed, options, room, embed_alone)
         if not found.moves:
             return output
         return _moved(output, found.moves, dict(zip(labels, output.speaker_embeddings, strict=True)) | found.centroids)
@@ -239,6 +238,10 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             if frames is None:
                 frames = pooled.frames_of(trunk, torch.from_numpy(samples), self.tiling)
             return frames.embedder(trunk)
+        return self._embed_alone(samples)
+
+    def _embed_alone(self, samples: np.ndarray) -> Callable[[Segment], np.ndarray]:
+        """span -> CAM++ run on that stretch of ``samples`` alone (no neighbouring speech in its context)."""
         device = next(self.embedding_network.parameters()).device
         rate = speech_fill.SAMPLE_RATE
 

