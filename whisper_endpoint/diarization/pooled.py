@@ -70,8 +70,11 @@ class Trunk:
     def features(self, samples: torch.Tensor) -> torch.Tensor:
         """(num_samples,) -> (num_trunk_frames, channels): one frame per 20 ms, from sample 0."""
         fbank = self.network.fbank(samples)
-        fbank = fbank - fbank.mean(dim=0, keepdim=True)
-        frames = self.body(self.head(fbank.T[None]))  # (1, channels, frames)
+        fbank = (fbank - fbank.mean(dim=0, keepdim=True)).T[None].contiguous()
+        onnx_trunk = getattr(self.network, "onnx_trunk", None)
+        if onnx_trunk is not None and self.device.type == "cpu":
+            return onnx_trunk(fbank)[0].T  # the same frames to float32 rounding (campplus_onnx.py)
+        frames = self.body(self.head(fbank))  # (1, channels, frames)
         return frames[0].T
 
     def embed(self, count: np.ndarray, total: np.ndarray, squares: np.ndarray) -> np.ndarray:
