@@ -2,15 +2,15 @@
 
 The trunk is the diarizer's embedding cost (``pooled.py`` runs it once over the input, in tiles). Its
 2-D and 1-D convolutions run in 0.6-0.65x the CPU time under ONNX Runtime that they take in torch on one
-thread (measured on 24 s tiles), and the frames are the same to float32 rounding (``TOLERANCE``; 1.6e-5
-was the largest difference seen, on frames of up to 7.7). onnxruntime is already installed for
-faster-whisper's VAD.
+thread (measured on 24 s tiles), and the frames are the same to float32 rounding (``TOLERANCE``; 4e-5
+was the largest difference seen, over the 13.4 min file's tiles: ``scripts.measure_onnx_trunk``).
+onnxruntime is already installed for faster-whisper's VAD.
 
 The model is exported on first use (``torch.onnx.export`` needs the ``onnx`` package) into the model
 cache, named by a hash of the weights, the network code and torch's version; a copy beside the checkpoint
 (an endpoint repository may carry one) is taken first. Either is checked against torch on a probe signal
-before it is used. Wherever that fails (no ``onnx``, nowhere writable,
-an export that does not match), the trunk stays torch's: ``load`` returns None and says why in the log.
+before it is used. Wherever that fails (no ``onnx``, nowhere writable, an export that does not
+match), the trunk stays torch's: ``load`` returns None and says why in the log.
 """
 
 from __future__ import annotations
