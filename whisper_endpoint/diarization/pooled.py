@@ -70,8 +70,11 @@ class Trunk:
     def features(self, samples: torch.Tensor) -> torch.Tensor:
         """(num_samples,) -> (num_trunk_frames, channels): one frame per 20 ms, from sample 0."""
         fbank = self.network.fbank(samples)
-        fbank = fbank - fbank.mean(dim=0, keepdim=True)
-        frames = self.body(self.head(fbank.T[None]))  # (1, channels, frames)
+        fbank = (fbank - fbank.mean(dim=0, keepdim=True)).T[None].contiguous()
+        onnx_trunk = getattr(self.network, "onnx_trunk", None)
+        if onnx_trunk is not None and self.device.type == "cpu":
+            return onnx_trunk(fbank)[0].T  # the same frames to float32 rounding (campplus_onnx.py)
+        frames = self.body(self.head(fbank))  # (1, channels, frames)
         return frames[0].T
 
     def embed(self, count: np.ndarray, total: np.ndarray, squares: np.ndarray) -> np.ndarray:
@@ -180,7 +183,7 @@ def chunk_embeddings(trunk: Trunk, samples: torch.Tensor, masks: ChunkMasks, til
     for first, features in tiles(samples, trunk, tiling, masks.needed(total_trunk)):
         if store is not None:
             store.put(first, features.numpy())
-        features = features.numpy().astype(np.float64)
+        features = features.double()
         last = first + len(features)
         while next_chunk < num_chunks and masks.offsets[next_chunk] < last:
             open_[next_chunk] = _Sums(num_speakers, features.shape[1])
@@ -201,18 +204,23 @@ def chunk_embeddings(trunk: Trunk, samples: torch.Tensor, masks: ChunkMasks, til
 
 
 class _Sums:
-    """Weighted frame count, sum and sum of squares of trunk features, per local speaker."""
+    """Weighted frame count, sum and sum of squares of trunk features, per local speaker.
+
+    The products run in torch, on the diarizer's threads (threads.py): numpy's OpenBLAS splits these
+    small products over every core and its threads spin, which took the pooling from 0.2 to 1.9 CPU s of
+    the calling thread alone on 5 min at the default threads (``scripts.profile_diarizer``)."""
 
     def __init__(self, num_speakers: int, channels: int):
         self.count = np.zeros(num_speakers)
         self.total = np.zeros((num_speakers, channels))
         self.squares = np.zeros((num_speakers, channels))
 
-    def add(self, weights: np.ndarray, features: np.ndarray, squares: np.ndarray) -> None:
-        weights = weights.astype(np.float64)
-        self.count += weights.sum(axis=1)
-        self.total += weights @ features
-        self.squares += weights @ squares
+    def add(self, weights: np.ndarray, features: torch.Tensor, squares: torch.Tensor) -> None:
+        """``weights`` (speakers, frames); ``features`` and ``squares`` (frames, channels), float64."""
+        weights = torch.from_numpy(weights.astype(np.float64))
+        self.count += weights.sum(dim=1).numpy()
+        self.total += (weights @ features).numpy()
+        self.squares += (weights @ squares).numpy()
 
 
 def _embed(trunk: Trunk, sums: dict[int, _Sums], embeddings: np.ndarray) -> None:

@@ -1,0 +1,98 @@
+"""CAM++'s trunk on ONNX Runtime gives torch's frames, and the pipeline uses it where it can.
+
+Real CAM++ weights, real audio. The tolerance on the trunk's frames is campplus_onnx.TOLERANCE (1e-3;
+4e-5 was the largest difference seen, on frames of up to 7.7); the pooled embeddings built from them
+must point the same way (cosine at least 0.9999).
+"""
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import AUDIO, decode_reference
+
+RATE = 16000
+
+
+@pytest.fixture(scope="module")
+def network():
+    from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield CamPlusPlusEmbedding().eval()
+    torch.set_num_threads(before)
+
+
+def _fbank(network, samples: np.ndarray) -> torch.Tensor:
+    fbank = network.fbank(torch.from_numpy(samples))
+    return (fbank - fbank.mean(dim=0, keepdim=True)).T[None].contiguous()
+
+
+@pytest.mark.parametrize("seconds", [24.0, 7.33])  # a whole tile with its context; a short, odd length
+def test_trunk_frames_equal_torch(network, seconds):
+    from whisper_endpoint.diarization import campplus_onnx
+
+    assert network.onnx_trunk is not None
+    samples = decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[5 * RATE: 5 * RATE + round(seconds * RATE)]
+    fbank = _fbank(network, samples)
+    got = network.onnx_trunk(fbank)
+    expected = campplus_onnx.torch_frames(network, fbank)
+    assert got.shape == expected.shape
+    assert float((got - expected).abs().max()) < campplus_onnx.TOLERANCE
+
+
+def test_pooled_embeddings_point_the_same_way(network):
+    from whisper_endpoint.diarization import pooled
+
+    samples = torch.from_numpy(decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")[: 30 * RATE])
+    masks = np.zeros((3, 589, 2), dtype=np.float32)
+    masks[:, 100:400, 0], masks[:, 300:589, 1] = 1.0, 1.0
+    chunk_masks = pooled.ChunkMasks(masks, 10.0, 10 * RATE)
+    trunk = pooled.Trunk(network)
+    session, embeddings = network.onnx_trunk, {}
+    try:
+        for name, runner in (("onnx", session), ("torch", None)):
+            network.onnx_trunk = runner
+            embeddings[name] = pooled.chunk_embeddings(trunk, samples, chunk_masks, pooled.Tiling()).reshape(-1, 192)
+    finally:
+        network.onnx_trunk = session
+    a, b = embeddings["onnx"], embeddings["torch"]
+    cosine = (a * b).sum(axis=1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    assert cosine.min() > 0.9999
+
+
+def test_torch_without_the_export(tmp_path, monkeypatch, network):
+    """No ``onnx`` package and no export yet: the trunk stays torch's (the fallback), and says so."""
+    import builtins
+
+    from whisper_endpoint.diarization import campplus_onnx
+
+    checkpoint, code = tmp_path / "weights.pt", tmp_path / "camplusplus.py"
+    checkpoint.write_bytes(b"other weights")
+    code.write_text("# other code\n")
+    monkeypatch.setenv("MODEL_CACHE_DIR", str(tmp_path / "cache"))
+    real_import = builtins.__import__
+
+    def no_onnx(name, *args, **kwargs):
+        if name == "onnx":
+            raise ImportError("no onnx")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_onnx)
+    assert campplus_onnx.load(network, checkpoint, code) is None
+    assert not list(tmp_path.rglob("*.onnx"))
+
+
+def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
+    """A cached file that does not give torch's frames (another network's) is refused."""
+    from whisper_endpoint.diarization import campplus_onnx
+
+    checkpoint, code = tmp_path / "weights.pt", tmp_path / "camplusplus.py"
+    checkpoint.write_bytes(b"other weights")
+    code.write_text("# other code\n")
+    name = f"campplus_trunk-{campplus_onnx._key(checkpoint, code)}.onnx"
+    wrong = torch.nn.Sequential(torch.nn.Conv1d(80, 512, 3, stride=2, padding=1))
+    torch.onnx.export(wrong, (torch.zeros(1, 80, 300),), str(tmp_path / name), input_names=["fbank"],
+                      output_names=["frames"], dynamic_axes={"fbank": {2: "n"}, "frames": {2: "m"}}, dynamo=False)
+    assert campplus_onnx.load(network, checkpoint, code) is None
