@@ -32,17 +32,23 @@ MEETING = AUDIO / "dialogues" / "flite_meeting.flac"  # 36 s, 3 speakers: over t
 STATIC = Path(__file__).resolve().parents[1] / "whisper_endpoint" / "static"  # index.html, and ui/: its modules
 
 
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory):
+def launched_browser(clip: Path, folder: Path, **silence):
+    """Debian's Chromium with ``clip`` as its fake microphone (``microphone_wav``'s before_s/after_s), for a
+    module's fixture to yield from; a missing browser fails the test, naming the install command."""
     try:
         chromium()
-    except RuntimeError as missing:  # the message names the install command
+    except RuntimeError as missing:
         pytest.fail(str(missing))
-    microphone = microphone_wav(CLIPS / CLIP, tmp_path_factory.mktemp("microphone") / "microphone.wav")
+    microphone = microphone_wav(clip, folder / "microphone.wav", **silence)
     with sync_playwright() as driver:
         launched = launch(driver, microphone)
         yield launched
         launched.close()
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory):
+    yield from launched_browser(CLIPS / CLIP, tmp_path_factory.mktemp("microphone"))
 
 
 class Page:

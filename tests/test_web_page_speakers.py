@@ -18,13 +18,12 @@ import re
 import numpy as np
 import pytest
 import requests
-from playwright.sync_api import expect, sync_playwright
+from playwright.sync_api import expect
 
-from scripts.browser import chromium, launch, microphone_wav
 from tests.conftest import encode
 from tests.serving_helpers import live_server
 from tests.test_known_speakers import AUDIO, BARREL, RATE, _b64, fish  # noqa: F401 (fixture)
-from tests.test_web_page import web  # noqa: F401 (fixture, on this module's browser)
+from tests.test_web_page import launched_browser, web  # noqa: F401 (web: a fixture, on this module's browser)
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
@@ -47,19 +46,11 @@ def _turns(path, until_s: float) -> list[dict]:
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory):
-    try:
-        chromium()
-    except RuntimeError as missing:  # the message names the install command
-        pytest.fail(str(missing))
     voices = np.concatenate([_cut(CAVE, *BIG_TURN), np.zeros(round(GAP_S * RATE), np.float32), _cut(CAVE, *SMALL_TURN)])
     folder = tmp_path_factory.mktemp("microphone")
     (folder / "two_voices.flac").write_bytes(encode(voices, RATE, "flac", "flac"))
     # A long silence after: the fake microphone plays its file in a loop.
-    microphone = microphone_wav(folder / "two_voices.flac", folder / "microphone.wav", after_s=6.0)
-    with sync_playwright() as driver:
-        launched = launch(driver, microphone)
-        yield launched
-        launched.close()
+    yield from launched_browser(folder / "two_voices.flac", folder, after_s=6.0)
 
 
 @pytest.fixture
