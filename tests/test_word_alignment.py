@@ -21,7 +21,10 @@ def asr(base_handler):
 
 
 def _word_transcript(asr, samples):
-    return asr.transcribe(samples, InferenceConfig(language="nl", return_timestamps="word", batch_size=24))
+    # Without the second pass over windows' remainders: one that falls back to a temperature above 0 is
+    # sampled anew on every run (either alignment), and it is aligned alone, as before.
+    options = InferenceConfig(language="nl", return_timestamps="word", batch_size=24, recover_dropped_speech=False)
+    return asr.transcribe(samples, options)
 
 
 def test_window_by_window_alignment_gives_the_batched_alignment(asr, monkeypatch):
