@@ -22,6 +22,7 @@ from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
+from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
@@ -31,8 +32,9 @@ from whisper_endpoint.core.types import Segment, Transcript, Word
 logger = logging.getLogger(__name__)
 
 
-class _CountingModel(WhisperModel):
-    """faster-whisper's model, counting every encoder window (language detection, batches, seeks)."""
+class _CountingModel(WindowByWindowAlignment, WhisperModel):
+    """faster-whisper's model, counting every encoder window (language detection, batches, seeks), its
+    word alignment window by window on CPU (alignment.py)."""
 
     def encode(self, features):
         cost.count(1 if features.ndim == 2 else features.shape[0])

@@ -1,0 +1,45 @@
+"""Word timestamps aligned window by window on CPU (backends/alignment.py, issue #36) are faster-whisper's
+own batched alignment to the bit: the same words, times, probabilities and text, on a real batch."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+from faster_whisper import WhisperModel
+
+from tests.conftest import decode_reference
+from whisper_endpoint.core.config import InferenceConfig
+
+DIALOGUE = Path(__file__).resolve().parents[1] / "audio" / "dialogues" / "fillets_cave.flac"  # 76 s: batched
+
+
+@pytest.fixture(scope="module")
+def asr(base_handler):
+    return base_handler.asr
+
+
+def _word_transcript(asr, samples):
+    # Without the second pass over windows' remainders: one that falls back to a temperature above 0 is
+    # sampled anew on every run (either alignment), and it is aligned alone, as before.
+    options = InferenceConfig(language="nl", return_timestamps="word", batch_size=24, recover_dropped_speech=False)
+    return asr.transcribe(samples, options)
+
+
+def test_window_by_window_alignment_gives_the_batched_alignment(asr, monkeypatch):
+    samples = decode_reference(DIALOGUE)
+    batches = []
+    batched = functools.partial(WhisperModel.find_alignment, asr.model)
+
+    def faster_whispers_own(tokenizer, text_tokens, *args, **kwargs):
+        batches.append(len(text_tokens))
+        return batched(tokenizer, text_tokens, *args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(asr.model, "find_alignment", faster_whispers_own)
+        expected = _word_transcript(asr, samples)
+    assert max(batches) >= 2, batches  # a batch of several windows was aligned, or this tests nothing
+    got = _word_transcript(asr, samples)
+    assert got.segments == expected.segments  # frozen dataclasses: text, times, words and their probabilities
+    assert sum(len(segment.words) for segment in got.segments) > 50
