@@ -106,6 +106,11 @@ class ModelSettings(BaseSettings):
         description="torch threads per diarization; 0: one up to 4 cores, a quarter of the cores beyond "
         "(at most 4; whisper_endpoint/diarization/threads.py).",
     )
+    diarization_alongside: bool = Field(
+        True, description="Diarize on a thread of its own while the ASR decodes, where a core is left beside the "
+        "diarizer's threads (whisper_endpoint/speakers/alongside.py); false: after the ASR (the same output, a "
+        "lower peak memory, a longer wall time).",
+    )
     num_workers: int = Field(
         1, ge=1, le=64,
         description="ctranslate2: requests the one loaded model decodes in parallel (CTranslate2 workers; "
