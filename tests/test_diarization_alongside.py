@@ -1,6 +1,7 @@
 """A diarized request's diarization runs on its own thread during the ASR (speakers/alongside.py): the
 same response as one after the other, at the same time as the decode, and stopped with the request."""
 
+import copy
 import threading
 import time
 
@@ -42,7 +43,7 @@ def timed(diarizing_handler, monkeypatch):
     return asr, diarize
 
 
-def test_the_diarization_runs_during_the_asr_and_gives_the_same_response(diarizing_handler, timed, monkeypatch):
+def test_the_diarization_runs_during_the_asr_and_gives_the_same_response(diarizing_handler, timed):
     from whisper_endpoint.speakers import alongside
 
     asr, diarize = timed
@@ -52,8 +53,9 @@ def test_the_diarization_runs_during_the_asr_and_gives_the_same_response(diarizi
     assert diarized["thread"].startswith("diarization") and decoded["thread"] == threading.current_thread().name
     assert diarized["start"] < decoded["end"] and diarized["ended"] == "returned"
 
-    monkeypatch.setattr(alongside, "overlaps", lambda diarizer: False)  # as on one core: after the ASR
-    after = diarizing_handler({"inputs": MEETING.read_bytes(), "parameters": PARAMETERS})
+    shorter = copy.copy(diarizing_handler)  # the same models; audio longer than 30 s diarized after the ASR
+    shorter.settings = diarizing_handler.settings.model_copy(update={"diarization_alongside_s": 30})
+    after = shorter({"inputs": MEETING.read_bytes(), "parameters": PARAMETERS})
     assert diarize.calls[1]["thread"] == threading.current_thread().name
     assert diarize.calls[1]["start"] >= asr.calls[1]["end"]
     assert together == after and len({run["speaker"] for run in together["speakers"]}) == 3

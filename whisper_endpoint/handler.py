@@ -108,7 +108,7 @@ class EndpointHandler:
         if not diarize:
             return asr_step.transcribe_speech(self.asr, samples, asr_config, context), None
         with alongside.diarizing(self.diarizer, samples, config, context,
-                                 alongside=self.settings.diarization_alongside) as diarization:  # during the ASR
+                                 longest_s=self.settings.diarization_alongside_s) as diarization:  # during the ASR
             transcript = asr_step.transcribe_speech(self.asr, samples, asr_config, context)
             if asr_step.found_none(transcript):  # no speech, no speakers
                 return transcript, speaker_labels.no_speakers(config)

@@ -82,9 +82,10 @@ def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict
     lazily loaded models are not counted). The peak is the diarized request's own (VmHWM reset after
     the ASR-alone run): resident models and the input included. ``threads``: the ASR's and the
     diarizer's (the parent sets OMP_NUM_THREADS to match); 0: the defaults a user starts with.
-    ``alongside``: the diarization on its own thread during the ASR, as the handler runs it by default
-    (speakers/alongside.py): then the request's wall, CPU and peak only, no stages (a stage's CPU time is
-    the process's, which the other stage running at once would fill); else after the ASR, per stage."""
+    ``alongside``: the diarization on its own thread during the ASR at any length, as the handler runs
+    audio up to DIARIZATION_ALONGSIDE_S (speakers/alongside.py): then the request's wall, CPU and peak
+    only, no stages (a stage's CPU time is the process's, which the other stage running at once would
+    fill); else after the ASR, as longer audio, per stage."""
     from bench.measure import rss_mib
     from bench.stages import StageClock, watch_handler
     from whisper_endpoint.speakers.merge import merge_speakers
@@ -93,7 +94,8 @@ def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict
     inputs.samples.cache_clear()  # keep only this length's array, as a server would
     # threads 0: DIARIZATION_THREADS from the environment, as the handler reads it (unset: the default)
     handler = backends.handler(plan.model, diarization_model="embedded", cpu_threads=threads,
-                               diarization_alongside=alongside, **({"diarization_threads": threads} if threads else {}))
+                               diarization_alongside_s=settings_max_audio() if alongside else 0,
+                               **({"diarization_threads": threads} if threads else {}))
     language = plan.language
     backends.ask(handler, inputs.clip(plan.short_clip), language=language, return_speaker_turns=True)  # warm-up
     loaded = rss_mib()
@@ -133,6 +135,12 @@ def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict
         "peak_rss_mib": peak,
         "stages": stages,
     }
+
+
+def settings_max_audio() -> float:
+    from whisper_endpoint.core.config import ModelSettings
+
+    return ModelSettings.model_fields["max_audio_seconds"].default
 
 
 def _child(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict:
