@@ -26,6 +26,7 @@ from whisper_endpoint.multichannel import channels
 from whisper_endpoint.multichannel.merge import merge_channels
 from whisper_endpoint.pipeline import asr_step, render
 from whisper_endpoint.pipeline.request import ParsedRequest, parse_request
+from whisper_endpoint.speakers import alongside
 from whisper_endpoint.speakers import labels as speaker_labels
 
 logger = logging.getLogger(__name__)
@@ -104,15 +105,18 @@ class EndpointHandler:
         """One mono signal: the transcript, and its speakers when diarized."""
         # Speakers are given word by word; the chunks still come as the request asked.
         asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
-        transcript = asr_step.transcribe_speech(self.asr, samples, asr_config, context)
         if not diarize:
-            return transcript, None
-        if asr_step.found_none(transcript):  # no speech, no speakers
-            return transcript, speaker_labels.no_speakers(config)
-        context.stage(DIARIZING)  # diarization runs whole: a stop asked meanwhile is seen after it
-        duration = len(samples) / TARGET_RATE
+            return asr_step.transcribe_speech(self.asr, samples, asr_config, context), None
+        with alongside.diarizing(self.diarizer, samples, config, context,
+                                 longest_s=self.settings.diarization_alongside_s) as diarization:  # during the ASR
+            transcript = asr_step.transcribe_speech(self.asr, samples, asr_config, context)
+            if asr_step.found_none(transcript):  # no speech, no speakers
+                return transcript, speaker_labels.no_speakers(config)
+            context.stage(DIARIZING)  # the rest of the diarization; a stop reaches it at its next step
+            found = diarization()
         speakers = speaker_labels.label_speakers(
-            self.diarizer, samples, transcript, config, duration, voices, kept=context.speaker_voices,
+            self.diarizer, samples, transcript, config, len(samples) / TARGET_RATE, voices,
+            kept=context.speaker_voices, diarization=found,
         )
         context.check()
         return transcript, speakers

@@ -75,13 +75,17 @@ def run_merge(plan) -> dict:
     return {"merge_scaling": merge_scaling(plan.merge_words)}
 
 
-def one(plan, seconds: float, threads: int = 1) -> dict:
+def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict:
     """In a fresh process: ASR alone, then a diarized request, with CPU time and peak memory per stage.
 
     Both requests go through the handler's public call after a diarized warm-up on a short clip (so
     lazily loaded models are not counted). The peak is the diarized request's own (VmHWM reset after
     the ASR-alone run): resident models and the input included. ``threads``: the ASR's and the
-    diarizer's (the parent sets OMP_NUM_THREADS to match); 0: the defaults a user starts with."""
+    diarizer's (the parent sets OMP_NUM_THREADS to match); 0: the defaults a user starts with.
+    ``alongside``: the diarization on its own thread during the ASR at any length, as the handler runs
+    audio up to DIARIZATION_ALONGSIDE_S (speakers/alongside.py): then the request's wall, CPU and peak
+    only, no stages (a stage's CPU time is the process's, which the other stage running at once would
+    fill); else after the ASR, as longer audio, per stage."""
     from bench.measure import rss_mib
     from bench.stages import StageClock, watch_handler
     from whisper_endpoint.speakers.merge import merge_speakers
@@ -90,13 +94,15 @@ def one(plan, seconds: float, threads: int = 1) -> dict:
     inputs.samples.cache_clear()  # keep only this length's array, as a server would
     # threads 0: DIARIZATION_THREADS from the environment, as the handler reads it (unset: the default)
     handler = backends.handler(plan.model, diarization_model="embedded", cpu_threads=threads,
+                               diarization_alongside_s=settings_max_audio() if alongside else 0,
                                **({"diarization_threads": threads} if threads else {}))
     language = plan.language
     backends.ask(handler, inputs.clip(plan.short_clip), language=language, return_speaker_turns=True)  # warm-up
     loaded = rss_mib()
     asr_s, asr_cpu, _ = timed_cpu(lambda: backends.ask(handler, audio, language=language, diarize=False))
     clock = StageClock()
-    watch_handler(clock, handler)
+    if not alongside:
+        watch_handler(clock, handler)
     clock.start()
     total_s, total_cpu, response = timed_cpu(lambda: backends.ask(
         handler, audio, language=language, return_speaker_turns=True, return_speaker_words=True))
@@ -104,10 +110,11 @@ def one(plan, seconds: float, threads: int = 1) -> dict:
     segments, turns = _segments_from_response(response)
     merge_s, _ = timed(lambda: merge_speakers(segments, turns, with_words=True, duration=len(audio) / 16000))
     stages = clock.report()
-    diarization_cpu = stages["cpu_s"].get("diarization", 0.0)
+    diarization_cpu = stages["cpu_s"].get("diarization")
     return {
         "audio_s": inputs.seconds_of(audio),
         "threads": threads,
+        "alongside": alongside,
         "real_time_factor": round(total_s / (len(audio) / inputs.RATE), 4),  # the diarized request, wall
         "loadavg": loadavg(),
         "asr_alone_s": round(asr_s, 2),
@@ -122,15 +129,21 @@ def one(plan, seconds: float, threads: int = 1) -> dict:
         "diarization_share": round((total_cpu - asr_cpu) / total_cpu, 3),  # on CPU time
         "diarization_share_wall": round((total_s - asr_s) / total_s, 3),
         # the diarizer's own CPU time over the diarized request's, and over the ASR alone
-        "diarizer_share": round(diarization_cpu / total_cpu, 3),
-        "diarizer_over_asr": round(diarization_cpu / asr_cpu, 3),
+        "diarizer_share": None if alongside else round(diarization_cpu / total_cpu, 3),
+        "diarizer_over_asr": None if alongside else round(diarization_cpu / asr_cpu, 3),
         "rss_after_load_mib": loaded,
         "peak_rss_mib": peak,
         "stages": stages,
     }
 
 
-def _child(plan, seconds: float, threads: int = 1) -> dict:
+def settings_max_audio() -> float:
+    from whisper_endpoint.core.config import ModelSettings
+
+    return ModelSettings.model_fields["max_audio_seconds"].default
+
+
+def _child(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict:
     """``one`` in a fresh process; threads 0: without the thread variables, as a user starts it."""
     env = {name: value for name, value in os.environ.items()
            if name not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CPU_THREADS", "DIARIZATION_THREADS")}
@@ -138,7 +151,7 @@ def _child(plan, seconds: float, threads: int = 1) -> dict:
         env |= {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     completed = subprocess.run(
         [sys.executable, "-m", "bench.items.diarization", "quick" if plan.quick else "full", str(seconds),
-         str(threads)], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+         str(threads), "alongside" if alongside else "after"], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
     )
     if completed.returncode != 0:
         raise RuntimeError(f"diarization child for {seconds} s failed: {completed.stderr[-2000:]}")
@@ -146,12 +159,14 @@ def _child(plan, seconds: float, threads: int = 1) -> dict:
 
 
 def run(plan) -> dict:
-    """Each length in a fresh process (its peak memory is its own), one thread; then the whole long
-    input at the default threads beside one thread, interleaved, twice each (once in the quick run):
+    """Each length in a fresh process (its peak memory is its own), one thread, the diarization after
+    the ASR (per stage); then the whole long input as the handler runs it (the diarization alongside
+    the ASR) at the default threads beside one thread, interleaved, twice each (once in the quick run):
     a diarizer slower on the defaults than on one thread shows here, and users start on the defaults."""
     rows = [_child(plan, seconds) for seconds in plan.diarization_lengths_s]
     headline = next(row for row in rows if row["audio_s"] == round(plan.diarization_s, 1))
-    runs = [_child(plan, plan.diarization_threads_s, threads=threads) for threads in (0, 1) * (1 if plan.quick else 2)]
+    runs = [_child(plan, plan.diarization_threads_s, threads=threads, alongside=True)
+            for threads in (0, 1) * (1 if plan.quick else 2)]
     return {**headline, "lengths": rows, "threads": threads_summary(runs), "merge_scaling": merge_scaling(plan.merge_words)}
 
 
@@ -165,7 +180,7 @@ def threads_summary(runs: list[dict]) -> dict:
 
     keys = ("asr_alone_s", "asr_with_diarization_s", "asr_alone_cpu_s", "asr_with_diarization_cpu_s")
     summary = {("defaults" if threads == 0 else "one_thread"): {
-        "runs": [{key: row[key] for key in (*keys, "loadavg")} for row in rows],
+        "runs": [{key: row.get(key) for key in (*keys, "alongside", "peak_rss_mib", "loadavg")} for row in rows],
         "diarized_over_plain_wall": round(median(threads, "asr_with_diarization_s") / median(threads, "asr_alone_s"), 2),
         "diarized_over_plain_cpu": round(median(threads, "asr_with_diarization_cpu_s") / median(threads, "asr_alone_cpu_s"), 2),
     } for threads, rows in by.items()}
@@ -178,4 +193,5 @@ def threads_summary(runs: list[dict]) -> dict:
 if __name__ == "__main__":
     from bench.plan import by_name
 
-    print(json.dumps(one(by_name(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1)))
+    print(json.dumps(one(by_name(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 1,
+                         len(sys.argv) > 4 and sys.argv[4] == "alongside")))

@@ -106,6 +106,13 @@ class ModelSettings(BaseSettings):
         description="torch threads per diarization; 0: one up to 4 cores, a quarter of the cores beyond "
         "(at most 4; whisper_endpoint/diarization/threads.py).",
     )
+    diarization_alongside_s: float = Field(
+        600.0, ge=0,
+        description="Audio up to this long is diarized on a thread of its own while the ASR decodes, where a core "
+        "is left beside the diarizer's threads (whisper_endpoint/speakers/alongside.py): about the ASR's wall time "
+        "instead of both added, for the diarizer's working memory on top of the ASR's; longer audio, or 0, is "
+        "diarized after the ASR (the same output).",
+    )
     num_workers: int = Field(
         1, ge=1, le=64,
         description="ctranslate2: requests the one loaded model decodes in parallel (CTranslate2 workers; "

@@ -13,6 +13,7 @@ and the warnings filters could catch, and those mix up requests that overlap.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,14 +94,16 @@ class Diarizer:
         num_speakers: int | None = None,
         min_speakers: int | None = None,
         max_speakers: int | None = None,
+        stop: Callable[[], None] | None = None,
     ) -> Diarization:
-        """Diarize 16 kHz mono float32 samples."""
+        """Diarize 16 kHz mono float32 samples. ``stop`` is called between the pipeline's steps and
+        batches: an exception raised from it stops the diarization there."""
         count = SpeakerCount(num_speakers, min_speakers, max_speakers).checked()
         samples = np.asarray(samples, dtype=np.float32).reshape(-1)
         if len(samples) < MIN_SAMPLES or not np.any(np.abs(samples) > _SILENCE_PEAK):
             diarization = Diarization([], [])
         else:
-            diarization = from_pyannote(self._run(samples, count))
+            diarization = from_pyannote(self._run(samples, count, stop))
         diarization.warnings = count_notes(len(diarization.speakers), count)
         for note in diarization.warnings:
             logger.info("diarization: %s", note)
@@ -120,14 +123,17 @@ class Diarizer:
 
         return embedding_model_name(self.pipeline)
 
-    def _run(self, samples: np.ndarray, count: SpeakerCount):
+    def _run(self, samples: np.ndarray, count: SpeakerCount, stop: Callable[[], None] | None):
         import torch
 
         from whisper_endpoint.diarization.threads import torch_threads
 
         audio = {"waveform": torch.from_numpy(samples)[None], "sample_rate": SAMPLE_RATE, "uri": "input"}
+        options = count.as_kwargs()
+        if stop is not None:  # pyannote calls its hook after each step and each batch of windows
+            options["hook"] = lambda *_, **__: stop()
         with torch_threads(self.threads):
-            return self.pipeline(audio, **count.as_kwargs())
+            return self.pipeline(audio, **options)
 
 
 def count_notes(found: int, count: SpeakerCount) -> list[str]:

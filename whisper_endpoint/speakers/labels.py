@@ -15,6 +15,7 @@ import numpy as np
 
 from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
 from whisper_endpoint.core.types import SpeakerTurn, Speakers, Transcript, clamped
+from whisper_endpoint.diarization.base import Diarization
 from whisper_endpoint.speakers import names as speaker_names
 from whisper_endpoint.speakers.enrolment import read_speakers_dir, request_clips, voiceprints
 from whisper_endpoint.speakers.merge import lacks_words, merge_speakers
@@ -88,17 +89,19 @@ def diarization_wanted(diarizer, config, warnings: list[str]) -> bool:
 
 def label_speakers(
     diarizer, samples, transcript: Transcript, config, duration: float, voices: Voiceprints | None = None,
-    kept: dict | None = None,
+    kept: dict | None = None, diarization: Diarization | None = None,
 ) -> Speakers:
-    """Diarize the audio, name the known speakers, and merge: the speakers' runs of words (and their
-    turns, the names matched, their embeddings when asked). ``kept``: filled with each speaker's centroid
-    under its label in the response (a job's voices, to enrol from later)."""
-    diarization = diarizer.diarize(
-        samples,
-        num_speakers=config.num_speakers,
-        min_speakers=config.min_speakers,
-        max_speakers=config.max_speakers,
-    )
+    """Diarize the audio (unless ``diarization`` is given: the diarizer's output for these samples and
+    ``config``), name the known speakers, and merge: the speakers' runs of words (and their turns, the
+    names matched, their embeddings when asked). ``kept``: filled with each speaker's centroid under its
+    label in the response (a job's voices, to enrol from later)."""
+    if diarization is None:
+        diarization = diarizer.diarize(
+            samples,
+            num_speakers=config.num_speakers,
+            min_speakers=config.min_speakers,
+            max_speakers=config.max_speakers,
+        )
     warnings = list(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
     named, embeddings = None, None
     turns, exclusive = diarization.turns, diarization.exclusive
