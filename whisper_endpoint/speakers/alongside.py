@@ -7,8 +7,8 @@ threads used about one core's CPU for the bench's 5 min), and the diarizer runs 
 sum (docs/benchmarks.md, "Diarization alongside the ASR"). Where the diarizer's threads take every core
 there is nothing to overlap with, and it runs after the ASR as before.
 
-Memory: the diarizer's working set (0.19 GiB for 5 min of audio, 0.38 GiB for 26.8 min) then adds to the
-ASR's instead of following it, so only audio up to DIARIZATION_ALONGSIDE_S (10 min unless set) runs
+Memory: the diarizer's working set then adds to the ASR's instead of following it (the peak +0.2 GiB at
+5 min, +0.6 GiB at 26.8 min), so only audio up to DIARIZATION_ALONGSIDE_S (10 min unless set) runs
 alongside: the requests someone waits on; longer files, whose peak matters more, keep the old order.
 
 Bounded: one pool of ``cores // diarizer threads`` workers serves every request of the process, so
