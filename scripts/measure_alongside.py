@@ -35,6 +35,7 @@ def main() -> None:
                 print(json.dumps({key: row[key] for key in ("threads", "alongside", "asr_alone_s", "asr_with_diarization_s",
                                                              "asr_with_diarization_cpu_s", "peak_rss_mib", "loadavg")}),
                       flush=True)
+
     def found(row: dict) -> tuple:
         return tuple(row["speakers"]), row["turns"], row["words"]
 

@@ -94,7 +94,7 @@ def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict
     inputs.samples.cache_clear()  # keep only this length's array, as a server would
     # threads 0: DIARIZATION_THREADS from the environment, as the handler reads it (unset: the default)
     handler = backends.handler(plan.model, diarization_model="embedded", cpu_threads=threads,
-                               diarization_alongside_s=settings_max_audio() if alongside else 0,
+                               diarization_alongside_s=len(audio) / inputs.RATE if alongside else 0,
                                **({"diarization_threads": threads} if threads else {}))
     language = plan.language
     backends.ask(handler, inputs.clip(plan.short_clip), language=language, return_speaker_turns=True)  # warm-up
@@ -137,12 +137,6 @@ def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict
     }
 
 
-def settings_max_audio() -> float:
-    from whisper_endpoint.core.config import ModelSettings
-
-    return ModelSettings.model_fields["max_audio_seconds"].default
-
-
 def _child(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict:
     """``one`` in a fresh process; threads 0: without the thread variables, as a user starts it."""
     env = {name: value for name, value in os.environ.items()
@@ -151,7 +145,8 @@ def _child(plan, seconds: float, threads: int = 1, alongside: bool = False) -> d
         env |= {"OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads)}
     completed = subprocess.run(
         [sys.executable, "-m", "bench.items.diarization", "quick" if plan.quick else "full", str(seconds),
-         str(threads), "alongside" if alongside else "after"], cwd=ROOT, env=env, capture_output=True, text=True, check=False,
+         str(threads), "alongside" if alongside else "after"],
+        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
     )
     if completed.returncode != 0:
         raise RuntimeError(f"diarization child for {seconds} s failed: {completed.stderr[-2000:]}")

@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from whisper_endpoint.audio.decode import TARGET_RATE as SAMPLE_RATE
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.diarization.threads import cores
+from whisper_endpoint.speakers import labels
 
 
 class _Abandoned(Exception):
@@ -59,8 +60,7 @@ def diarizing(diarizer, samples, config, context: DecodeContext, *,
             raise _Abandoned
         context.check()
 
-    run = functools.partial(diarizer.diarize, samples, num_speakers=config.num_speakers,
-                            min_speakers=config.min_speakers, max_speakers=config.max_speakers, stop=stop)
+    run = functools.partial(labels.diarize, diarizer, samples, config, stop=stop)
     if len(samples) > longest_s * SAMPLE_RATE or not overlaps(diarizer):
         yield run
         return

@@ -87,6 +87,12 @@ def diarization_wanted(diarizer, config, warnings: list[str]) -> bool:
     return False
 
 
+def diarize(diarizer, samples, config, stop=None) -> Diarization:
+    """The diarizer on these samples with the request's speaker counts (``stop``: Diarizer.diarize's)."""
+    return diarizer.diarize(samples, num_speakers=config.num_speakers, min_speakers=config.min_speakers,
+                            max_speakers=config.max_speakers, stop=stop)
+
+
 def label_speakers(
     diarizer, samples, transcript: Transcript, config, duration: float, voices: Voiceprints | None = None,
     kept: dict | None = None, diarization: Diarization | None = None,
@@ -96,12 +102,7 @@ def label_speakers(
     names matched, their embeddings when asked). ``kept``: filled with each speaker's centroid under its
     label in the response (a job's voices, to enrol from later)."""
     if diarization is None:
-        diarization = diarizer.diarize(
-            samples,
-            num_speakers=config.num_speakers,
-            min_speakers=config.min_speakers,
-            max_speakers=config.max_speakers,
-        )
+        diarization = diarize(diarizer, samples, config)
     warnings = list(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
     named, embeddings = None, None
     turns, exclusive = diarization.turns, diarization.exclusive
