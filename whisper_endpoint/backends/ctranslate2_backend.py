@@ -23,6 +23,7 @@ from faster_whisper import BatchedInferencePipeline, WhisperModel
 from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
+from whisper_endpoint.backends.encoding import EncoderInPieces
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
@@ -32,9 +33,10 @@ from whisper_endpoint.core.types import Segment, Transcript, Word
 logger = logging.getLogger(__name__)
 
 
-class _CountingModel(WindowByWindowAlignment, WhisperModel):
+class _CountingModel(WindowByWindowAlignment, EncoderInPieces, WhisperModel):
     """faster-whisper's model, counting every encoder window (language detection, batches, seeks), its
-    word alignment window by window on CPU (alignment.py)."""
+    word alignment window by window and its encoder a few windows at a time on CPU (alignment.py,
+    encoding.py)."""
 
     def encode(self, features):
         cost.count(1 if features.ndim == 2 else features.shape[0])

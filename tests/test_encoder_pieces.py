@@ -1,0 +1,48 @@
+"""The encoder on CPU a few windows at a time (backends/encoding.py, issue #36): the same encoder output to
+the bit as one call on the whole batch, for a smaller peak of memory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from faster_whisper import WhisperModel
+
+from tests.conftest import decode_reference
+from whisper_endpoint.backends.encoding import CPU_PIECE
+
+DIALOGUE = Path(__file__).resolve().parents[1] / "audio" / "dialogues" / "fillets_barrel.flac"  # 125 s
+WINDOW, STEP = 30 * 16000, 20 * 16000  # distinct windows, overlapping to fit five in the dialogue
+
+
+def _features(model, windows: int) -> np.ndarray:
+    """(windows, 80, 3000): 30 s windows of the dialogue, as the batched pipeline stacks them."""
+    samples = decode_reference(DIALOGUE)
+    assert len(samples) >= (windows - 1) * STEP + WINDOW
+    return np.stack([model.feature_extractor(samples[i * STEP:i * STEP + WINDOW])[:, :3000]
+                     for i in range(windows)]).astype(np.float32)
+
+
+def _peak_rise_mib(call) -> tuple[np.ndarray, float]:
+    """``call``'s result (as an array) and how far it raised the process's peak RSS over its RSS before."""
+    def status(field: str) -> float:
+        line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith(field))
+        return int(line.split()[1]) / 1024
+
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux)
+    before = status("VmRSS:")
+    result = np.array(call())  # a copy, taken before the peak is read
+    return result, status("VmHWM:") - before
+
+
+def test_the_encoder_in_pieces_gives_the_whole_batchs_output_with_a_lower_peak(tiny_handler):
+    model = tiny_handler.asr.model  # embedded:tiny.en's faster-whisper model, on CPU
+    assert model.model.device == "cpu"
+    features = _features(model, 2 * CPU_PIECE + 1)  # whole pieces and a remainder
+    model.encode(features[:1])  # warm-up: the first call allocates what every call reuses
+    whole, whole_rise = _peak_rise_mib(lambda: WhisperModel.encode(model, features))
+    pieces, pieces_rise = _peak_rise_mib(lambda: model.encode(features))
+    assert pieces.shape == whole.shape == (len(features), 1500, 384)
+    assert np.array_equal(pieces, whole)
+    # tiny's attention scores are ~54 MB a window: 5 windows at once against 2
+    assert pieces_rise < 0.75 * whole_rise, (pieces_rise, whole_rise)
