@@ -96,3 +96,16 @@ def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
     torch.onnx.export(wrong, (torch.zeros(1, 80, 300),), str(tmp_path / name), input_names=["fbank"],
                       output_names=["frames"], dynamic_axes={"fbank": {2: "n"}, "frames": {2: "m"}}, dynamo=False)
     assert campplus_onnx.load(network, checkpoint, code) is None
+
+
+def test_the_export_goes_into_the_handlers_model_cache(tmp_path, monkeypatch):
+    """``ModelSettings.model_cache_dir`` reaches the export through load_diarizer, not only MODEL_CACHE_DIR
+    (a caller that builds its settings in code got its export in the default cache)."""
+    from whisper_endpoint.diarization import load_diarizer
+
+    monkeypatch.setenv("MODEL_CACHE_DIR", str(tmp_path / "environment"))
+    diarizer = load_diarizer("embedded", device="cpu", cache_dir=tmp_path / "settings", threads=1)
+    trunk = diarizer.pipeline.embedding_network.onnx_trunk
+    assert trunk is not None
+    assert trunk.path.parent == tmp_path / "settings" / "diarization"
+    assert not (tmp_path / "environment").exists()

