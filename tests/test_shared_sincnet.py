@@ -52,14 +52,13 @@ def test_segmentation_equals_pyannote(segmentation_model, seconds):
 
 def test_scores_within_tolerance(segmentation_model):
     """Before the powerset labels: each window's log-probabilities against PyanNet.forward's."""
-    from whisper_endpoint.diarization.shared_sincnet import _after_first_layer, _FirstLayer
+    from whisper_endpoint.diarization.shared_sincnet import _after_first_pool, _FirstLayer
 
     samples = torch.from_numpy(decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[: 40 * RATE])
     layer = _FirstLayer(segmentation_model, samples, window_size=10 * RATE, step_size=RATE)
     span = range(3, 19)  # a span that does not start at the input's first window
     with torch.inference_mode():
-        shared = layer.over(span)
-        got = _after_first_layer(segmentation_model, layer.windows(shared, span.start, range(5, 9)))
+        got = _after_first_pool(segmentation_model, layer.windows(layer.over(span), span.start, range(5, 9)))
         windows = torch.stack([samples[i * RATE: i * RATE + 10 * RATE] for i in range(5, 9)])[:, None]
         expected = segmentation_model(windows)
     assert float((got - expected).abs().max()) < SCORE_TOLERANCE
@@ -72,3 +71,25 @@ def test_the_embedded_pipeline_segments_with_the_shared_layer():
     pipeline = OfflineSpeakerDiarization()
     assert isinstance(pipeline._segmentation, SharedSincInference)
     assert pipeline._segmentation.step == pytest.approx(1.0) and pipeline._segmentation.batch_size == 4
+
+
+def test_the_shared_pooling_gives_each_windows_own_abs_and_pooling_bit_for_bit(segmentation_model):
+    """The span's groups pooled once for each of their 3 phases, against each window's first-layer output
+    (its instance norm as an affine map of the shared convolution) through abs and the max pooling."""
+    from whisper_endpoint.diarization.shared_sincnet import _FirstLayer
+
+    samples = torch.from_numpy(decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[: 40 * RATE])
+    layer = _FirstLayer(segmentation_model, samples, window_size=10 * RATE, step_size=RATE)
+    span, batch = range(3, 19), range(9, 16)  # windows at all three phases (1600 frames apart: 1600 % 3 == 1)
+    pool = segmentation_model.sincnet.pool1d[0]
+    with torch.inference_mode():
+        got = layer.windows(layer.over(span), span.start, batch)
+        output = layer.output(span)
+        expected = []
+        for i in batch:
+            window = samples[i * RATE: i * RATE + 10 * RATE]
+            scale = layer.norm.weight[0] / torch.sqrt(window.var(unbiased=False) + layer.norm.eps)
+            shift = layer.norm.bias[0] - scale * window.mean()
+            at = (i - span.start) * RATE // layer.stride
+            expected.append(pool(torch.abs(output[:, at:at + layer.frames] * scale + shift * layer.filter_sums)))
+    assert torch.equal(got, torch.stack(expected))

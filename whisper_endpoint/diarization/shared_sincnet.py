@@ -9,15 +9,22 @@ statistics:
     conv(w * (x - mean) / sqrt(var + eps) + b) = a * conv(x) + c * sum(filter),
     a = w / sqrt(var + eps),  c = b - a * mean
 
-Everything after the first layer (abs, pooling, the later norms and convolutions, the LSTM) still runs per
-window, as PyanNet.forward does. The outputs equal pyannote's to float32 rounding (tests/test_shared_sincnet.py
-states the tolerance); any model this does not recognise, and the zero-padded last window, take pyannote's
-own path.
+The layer's abs and max pooling (3 frames) are shared too: the largest |a * y + c| of a group of frames is
+|a * y + c| at the group's largest or smallest y, for either sign of a, and float rounding keeps that order. So
+the span's output is max- and min-pooled once for each of the 3 ways a window's groups can fall on it (windows
+start 1600 first-layer frames apart), and each window takes its groups' two values: the same floats as
+abs-then-pool of the window's own affine map, bit for bit, at a third of the values per window (issue #36:
+the per-window map, abs and pooling were half of SincNet's time, 7.8 of 14.7 ms a window on one thread).
+
+Everything after that (the later norms and convolutions, the LSTM) still runs per window, as PyanNet.forward
+does. The outputs equal pyannote's to float32 rounding (tests/test_shared_sincnet.py states the tolerance);
+any model this does not recognise, and the zero-padded last window, take pyannote's own path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -55,12 +62,12 @@ class SharedSincInference(Inference):
         outputs = []
         for span_start in range(0, num_chunks, SPAN_WINDOWS):
             span = range(span_start, min(span_start + SPAN_WINDOWS, num_chunks))
-            shared = layer.over(span)
+            pools = layer.over(span)
             features = []
             for first in range(span.start, span.stop, self.batch_size):
                 batch = range(first, min(first + self.batch_size, span.stop))
                 with torch.inference_mode():
-                    features.append(_sincnet_rest(self.model, layer.windows(shared, span.start, batch)))
+                    features.append(_sincnet_rest(self.model, layer.windows(pools, span.start, batch)))
             # The LSTM and what follows on the whole span at once (see SPAN_WINDOWS).
             outputs.append(self._infer_from_sincnet(torch.cat(features)))
             if hook is not None:
@@ -84,15 +91,28 @@ class SharedSincInference(Inference):
 
 
 def _shareable(model, step_size: int) -> bool:
-    """The model is PyanNet as segmentation-3.0 builds it, and windows start on the first layer's stride."""
+    """The model is PyanNet as segmentation-3.0 builds it (its first pooling a plain max over separate
+    groups of frames), and windows start on the first layer's stride."""
     if not isinstance(model, PyanNet) or not model.hparams.lstm.get("monolithic", False):
         return False
-    encoder = model.sincnet.conv1d[0]
-    return getattr(encoder, "padding", None) == 0 and step_size % encoder.stride == 0
+    encoder, pool = model.sincnet.conv1d[0], model.sincnet.pool1d[0]
+    plain_pool = (isinstance(pool, torch.nn.MaxPool1d) and pool.stride == pool.kernel_size and pool.padding == 0
+                  and pool.dilation == 1 and not pool.ceil_mode and not pool.return_indices)
+    return plain_pool and getattr(encoder, "padding", None) == 0 and step_size % encoder.stride == 0
+
+
+@dataclass
+class _Pools:
+    """The largest and smallest first-layer output of each group of ``kernel`` frames of a span, for each
+    way the groups can fall (phase p: groups start at frames p, p + kernel, ...)."""
+
+    highs: list[torch.Tensor]  # phase -> (80, groups)
+    lows: list[torch.Tensor]
 
 
 class _FirstLayer:
-    """The input's first-layer output, computed a span of windows at a time, and each window's share of it."""
+    """The input's first-layer output, computed and pooled a span of windows at a time, and each window's share
+    of it after the layer's abs and pooling."""
 
     def __init__(self, model, samples: torch.Tensor, window_size: int, step_size: int):
         encoder = model.sincnet.conv1d[0]
@@ -105,16 +125,27 @@ class _FirstLayer:
         self.window_size = window_size
         self.step_size = step_size
         self.frames = (window_size - self.filters.shape[-1]) // self.stride + 1  # first-layer frames per window
+        self.kernel = model.sincnet.pool1d[0].kernel_size
+        self.groups = self.frames // self.kernel  # pooled frames per window
 
-    def over(self, span: range) -> torch.Tensor:
+    def output(self, span: range) -> torch.Tensor:
         """(80, frames) over the samples of windows ``span``."""
         start = span.start * self.step_size
         stop = (span.stop - 1) * self.step_size + self.window_size
         with torch.inference_mode():
             return F.conv1d(self.samples[None, None, start:stop], self.filters, stride=self.stride)[0]
 
-    def windows(self, shared: torch.Tensor, span_start: int, batch: range) -> torch.Tensor:
-        """(len(batch), 80, frames): what the first layer gives each window of ``batch``."""
+    def over(self, span: range) -> _Pools:
+        """The pools of the first-layer output over the samples of windows ``span``."""
+        output = self.output(span)
+        with torch.inference_mode():
+            highs = [F.max_pool1d(output[:, phase:], self.kernel) for phase in range(self.kernel)]
+            output.neg_()
+            return _Pools(highs, [F.max_pool1d(output[:, phase:], self.kernel).neg_() for phase in range(self.kernel)])
+
+    def windows(self, pools: _Pools, span_start: int, batch: range) -> torch.Tensor:
+        """(len(batch), 80, groups): the first layer's output after its abs and pooling, for each window of
+        ``batch``: the larger |scale * y + bias| of each group's highest and lowest y."""
         offset = self.step_size // self.stride
         pieces = []
         with torch.inference_mode():
@@ -122,25 +153,25 @@ class _FirstLayer:
                 # The window's instance norm, as an affine map of its samples (biased variance, as InstanceNorm).
                 samples = self.samples[i * self.step_size:i * self.step_size + self.window_size]
                 scale = self.norm.weight[0] / torch.sqrt(samples.var(unbiased=False) + self.norm.eps)
-                shift = self.norm.bias[0] - scale * samples.mean()
-                at = (i - span_start) * offset
-                pieces.append(shared[:, at:at + self.frames] * scale + shift * self.filter_sums)
+                bias = (self.norm.bias[0] - scale * samples.mean()) * self.filter_sums
+                phase, group = divmod((i - span_start) * offset, self.kernel)[::-1]
+                high = pools.highs[phase][:, group:group + self.groups]
+                low = pools.lows[phase][:, group:group + self.groups]
+                pieces.append(torch.maximum((high * scale + bias).abs_(), (low * scale + bias).abs_()))
             return torch.stack(pieces)
 
 
-def _after_first_layer(model, first: torch.Tensor) -> torch.Tensor:
-    """PyanNet.forward (and SincNet.forward) from the first layer's output on."""
-    return _after_sincnet(model, _sincnet_rest(model, first))
+def _after_first_pool(model, pooled: torch.Tensor) -> torch.Tensor:
+    """PyanNet.forward (and SincNet.forward) from the first layer's abs and pooling on."""
+    return _after_sincnet(model, _sincnet_rest(model, pooled))
 
 
-def _sincnet_rest(model, first: torch.Tensor) -> torch.Tensor:
-    """SincNet.forward from the first layer's output on: (batch, 80, frames) -> (batch, 60, model frames)."""
+def _sincnet_rest(model, pooled: torch.Tensor) -> torch.Tensor:
+    """SincNet.forward after the first layer's abs and pooling: (batch, 80, groups) -> (batch, 60, model frames)."""
     sincnet = model.sincnet
-    outputs = torch.abs(first)
-    for c in range(len(sincnet.conv1d)):
-        if c > 0:
-            outputs = sincnet.conv1d[c](outputs)
-        outputs = F.leaky_relu(sincnet.norm1d[c](sincnet.pool1d[c](outputs)))
+    outputs = F.leaky_relu(sincnet.norm1d[0](pooled))
+    for c in range(1, len(sincnet.conv1d)):
+        outputs = F.leaky_relu(sincnet.norm1d[c](sincnet.pool1d[c](sincnet.conv1d[c](outputs))))
     return outputs
 
 
