@@ -64,7 +64,7 @@ def _ours(threads: int):
 
     def run(path: str):
         samples = _read_wav(path)
-        output = diarizer._run(samples, SpeakerCount())  # the pipeline's output, with the diarizer's threads
+        output = diarizer._run(samples, SpeakerCount(), None)  # the pipeline's output, with the diarizer's threads
         return [(turn.start, turn.end, speaker)
                 for turn, _, speaker in output.exclusive_speaker_diarization.itertracks(yield_label=True)]
 
