@@ -91,10 +91,10 @@ def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
     checkpoint, code = tmp_path / "weights.pt", tmp_path / "camplusplus.py"
     checkpoint.write_bytes(b"other weights")
     code.write_text("# other code\n")
-    name = f"campplus_trunk-{campplus_onnx._key(checkpoint, code)}.onnx"
+    name = campplus_onnx.file_name(checkpoint, code)
     wrong = torch.nn.Sequential(torch.nn.Conv1d(80, 512, 3, stride=2, padding=1))
-    torch.onnx.export(wrong, (torch.zeros(1, 80, 300),), str(tmp_path / name), input_names=["fbank"],
-                      output_names=["frames"], dynamic_axes={"fbank": {2: "n"}, "frames": {2: "m"}}, dynamo=False)
+    torch.onnx.export(wrong, (torch.zeros(1, 80, 300),), str(tmp_path / name), input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": {2: "n"}, "output": {2: "m"}}, dynamo=False)
     assert campplus_onnx.load(network, checkpoint, code) is None
 
 

@@ -27,20 +27,32 @@ def segmentation_model():
     torch.set_num_threads(before)
 
 
-def _inferences(model, batch_size=4):
+@pytest.fixture(scope="module")
+def onnx_rest(segmentation_model):
+    """The model after its first pooling on ONNX Runtime (segmentation_onnx.py), as the pipeline loads it."""
+    from whisper_endpoint.diarization import segmentation_onnx
+    from whisper_endpoint.diarization.campplus import segmentation_checkpoint
+
+    rest = segmentation_onnx.load(segmentation_model, segmentation_checkpoint())
+    assert rest is not None
+    return rest
+
+
+def _inferences(model, batch_size=4, rest=None):
     from pyannote.audio.core.inference import Inference
 
     from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 
     kwargs = dict(duration=10.0, step=1.0, skip_aggregation=True, batch_size=batch_size)
-    return Inference(model, **kwargs), SharedSincInference(model, **kwargs)
+    return Inference(model, **kwargs), SharedSincInference(model, rest=rest, **kwargs)
 
 
+@pytest.mark.parametrize("rest", ["torch", "onnx"])
 @pytest.mark.parametrize("seconds", [20.0, 23.45, 7.5])  # whole steps, a padded last window, one short window
-def test_segmentation_equals_pyannote(segmentation_model, seconds):
+def test_segmentation_equals_pyannote(segmentation_model, onnx_rest, seconds, rest):
     samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")[: round(seconds * RATE)]
     file = {"waveform": torch.from_numpy(samples)[None], "sample_rate": RATE}
-    plain, shared = _inferences(segmentation_model)
+    plain, shared = _inferences(segmentation_model, rest=onnx_rest if rest == "onnx" else None)
     calls = []
     expected = plain(file)
     got = shared(file, hook=lambda **progress: calls.append(progress))
@@ -50,7 +62,8 @@ def test_segmentation_equals_pyannote(segmentation_model, seconds):
     assert calls[0]["completed"] == 0 and calls[-1]["completed"] == calls[-1]["total"] == len(expected.data)
 
 
-def test_scores_within_tolerance(segmentation_model):
+@pytest.mark.parametrize("rest", ["torch", "onnx"])
+def test_scores_within_tolerance(segmentation_model, onnx_rest, rest):
     """Before the powerset labels: each window's log-probabilities against PyanNet.forward's."""
     from whisper_endpoint.diarization.shared_sincnet import _after_first_pool, _FirstLayer
 
@@ -58,7 +71,8 @@ def test_scores_within_tolerance(segmentation_model):
     layer = _FirstLayer(segmentation_model, samples, window_size=10 * RATE, step_size=RATE)
     span = range(3, 19)  # a span that does not start at the input's first window
     with torch.inference_mode():
-        got = _after_first_pool(segmentation_model, layer.windows(layer.over(span), span.start, range(5, 9)))
+        pooled = layer.windows(layer.over(span), span.start, range(5, 9))
+        got = onnx_rest(pooled) if rest == "onnx" else _after_first_pool(segmentation_model, pooled)
         windows = torch.stack([samples[i * RATE: i * RATE + 10 * RATE] for i in range(5, 9)])[:, None]
         expected = segmentation_model(windows)
     assert float((got - expected).abs().max()) < SCORE_TOLERANCE
@@ -70,6 +84,7 @@ def test_the_embedded_pipeline_segments_with_the_shared_layer():
 
     pipeline = OfflineSpeakerDiarization()
     assert isinstance(pipeline._segmentation, SharedSincInference)
+    assert pipeline._segmentation.rest is not None  # the rest of the model on ONNX Runtime
     assert pipeline._segmentation.step == pytest.approx(1.0) and pipeline._segmentation.batch_size == 4
 
 

