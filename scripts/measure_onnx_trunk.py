@@ -41,8 +41,18 @@ def _frames_difference(network, samples: torch.Tensor, session) -> float:
     return worst
 
 
-def main(names: list[str]) -> None:
+def load_waveform(name: str) -> torch.Tensor:
+    """``FILE[:SECONDS]``: the file's first SECONDS (all of it without), 16 kHz mono float32."""
     from whisper_endpoint.audio.decode import decode_file
+
+    path, _, seconds = name.partition(":")
+    samples = decode_file((ROOT / path).read_bytes(), max_seconds=1e5).samples
+    if seconds:
+        samples = samples[: round(float(seconds) * 16000)]
+    return torch.from_numpy(np.asarray(samples, dtype=np.float32))
+
+
+def main(names: list[str]) -> None:
     from whisper_endpoint.diarization.loader import load_diarizer
 
     torch.set_num_threads(1)
@@ -53,11 +63,7 @@ def main(names: list[str]) -> None:
         sys.exit("the ONNX trunk did not load (see the log): nothing to compare")
     rows = []
     for name in names:
-        path, _, seconds = name.partition(":")
-        samples = decode_file((ROOT / path).read_bytes(), max_seconds=1e5).samples
-        if seconds:
-            samples = samples[: round(float(seconds) * 16000)]
-        waveform = torch.from_numpy(np.asarray(samples, dtype=np.float32))
+        waveform = load_waveform(name)
         file = {"waveform": waveform[None], "sample_rate": 16000}
         binary = pipeline.get_segmentations(file)  # segmentation-3.0 is powerset: already hard labels
         seen = {"torch": [], "onnx": []}
@@ -72,7 +78,7 @@ def main(names: list[str]) -> None:
         network.onnx_trunk = session
         turns_a, turns_b = seen["torch"][0][2], seen["onnx"][0][2]
         row = {
-            "file": name, "seconds": round(len(samples) / 16000, 1),
+            "file": name, "seconds": round(len(waveform) / 16000, 1),
             "diarizer_cpu_s": {m: round(float(np.mean([r[1] for r in seen[m]])), 2) for m in seen},
             "turns_identical": turns_a == turns_b,
             "speakers": {m: len(seen[m][0][2].labels()) for m in seen},

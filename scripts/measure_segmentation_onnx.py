@@ -1,0 +1,89 @@
+"""The segmentation model after its first pooling on ONNX Runtime against torch, in the embedded diarizer,
+on one thread, in one process.
+
+For each file: the segmentation step's and the whole diarizer's process CPU time with each (alternated twice,
+the mean taken), whether the hard segmentation and the diarizer's turns are identical, and the largest
+difference between the two's log-probabilities over the file's windows. Writes
+results/diarization_segmentation_onnx.json.
+
+    HF_HUB_OFFLINE=1 .venv/bin/python -m scripts.measure_segmentation_onnx [FILE[:SECONDS] ...]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from scripts.measure_onnx_trunk import FILES, load_waveform
+
+ROOT = Path(__file__).resolve().parents[1]
+OUT = ROOT / "results" / "diarization_segmentation_onnx.json"
+COMMAND = "HF_HUB_OFFLINE=1 .venv/bin/python -m scripts.measure_segmentation_onnx"
+
+
+def _scores_difference(segmentation, waveform: torch.Tensor, rest) -> float:
+    """The largest difference between torch's and ONNX Runtime's log-probabilities over the file's spans."""
+    from whisper_endpoint.diarization.shared_sincnet import SPAN_WINDOWS, _FirstLayer
+
+    window, step = 10 * 16000, round(segmentation.step * 16000)
+    layer = _FirstLayer(segmentation.model, waveform, window, step)
+    windows = (len(waveform) - window) // step + 1
+    worst = 0.0
+    for start in range(0, max(windows, 0), SPAN_WINDOWS):
+        span = range(start, min(start + SPAN_WINDOWS, windows))
+        segmentation.rest = None
+        expected = segmentation._scores(layer, span)
+        segmentation.rest = rest
+        worst = max(worst, float((segmentation._scores(layer, span) - expected).abs().max()))
+    return worst
+
+
+def main(names: list[str]) -> None:
+    from whisper_endpoint.diarization.loader import load_diarizer
+
+    torch.set_num_threads(1)
+    pipeline = load_diarizer("embedded", threads=1).pipeline
+    segmentation = pipeline._segmentation
+    rest = segmentation.rest
+    if rest is None:
+        sys.exit("the segmentation model's ONNX export did not load (see the log): nothing to compare")
+    rows = []
+    for name in names:
+        waveform = load_waveform(name)
+        file = {"waveform": waveform[None], "sample_rate": 16000}
+        seen = {"torch": [], "onnx": []}
+        for mode in ("torch", "onnx", "torch", "onnx"):
+            segmentation.rest = rest if mode == "onnx" else None
+            start = time.process_time()
+            hard = pipeline.get_segmentations(file)  # segmentation-3.0 is powerset: hard labels
+            segmentation_s = time.process_time() - start
+            start = time.process_time()
+            output = pipeline(file)
+            seen[mode].append((segmentation_s, time.process_time() - start, hard.data, output.speaker_diarization))
+        row = {
+            "file": name, "seconds": round(len(waveform) / 16000, 1),
+            "segmentation_cpu_s": {m: round(float(np.mean([r[0] for r in seen[m]])), 2) for m in seen},
+            "diarizer_cpu_s": {m: round(float(np.mean([r[1] for r in seen[m]])), 2) for m in seen},
+            "hard_labels_identical": bool(np.array_equal(seen["torch"][0][2], seen["onnx"][0][2])),
+            "frames": int(seen["torch"][0][2].shape[0] * seen["torch"][0][2].shape[1]),
+            "turns_identical": seen["torch"][0][3] == seen["onnx"][0][3],
+            "log_probabilities_max_difference": _scores_difference(segmentation, waveform, rest),
+        }
+        segmentation.rest = rest
+        row["segmentation_ratio"] = round(row["segmentation_cpu_s"]["onnx"] / row["segmentation_cpu_s"]["torch"], 2)
+        row["diarizer_ratio"] = round(row["diarizer_cpu_s"]["onnx"] / row["diarizer_cpu_s"]["torch"], 2)
+        row["loadavg"] = [round(x, 2) for x in os.getloadavg()]
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    OUT.write_text(json.dumps({"command": COMMAND + " " + " ".join(names), "threads": 1, "files": rows},
+                              indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:] or FILES)
