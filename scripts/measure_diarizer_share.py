@@ -29,7 +29,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lengths", type=float, nargs="*", default=[300.0, 804.0, 1608.0])
     parser.add_argument("--threads-s", type=float, default=154.0, help="the defaults-beside-one-thread input length")
-    parser.add_argument("--pairs", type=int, default=1, help="defaults / one-thread pairs")
+    parser.add_argument("--pairs", type=int, default=1, help="defaults / one-thread pairs (0: none)")
     args = parser.parse_args()
     plan = by_name("full")
     lengths = []
@@ -39,7 +39,7 @@ def main() -> None:
                                                           "stages_cpu_s": row["stages"]["cpu_s"]})
         print(json.dumps(lengths[-1]), flush=True)
     runs = [_child(plan, args.threads_s, threads=threads) for threads in (0, 1) * args.pairs]
-    threads = threads_summary(runs)
+    threads = threads_summary(runs) if runs else None  # --pairs 0: scripts.measure_alongside measures them
     print(json.dumps(threads), flush=True)
     command = "HF_HUB_OFFLINE=1 .venv/bin/python -m scripts.measure_diarizer_share " + " ".join(sys.argv[1:])
     OUT.write_text(json.dumps({"command": command.strip(), "cores": len(os.sched_getaffinity(0)),
