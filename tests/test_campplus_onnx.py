@@ -84,18 +84,38 @@ def test_torch_without_the_export(tmp_path, monkeypatch, network):
     assert not list(tmp_path.rglob("*.onnx"))
 
 
-def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
-    """A cached file that does not give torch's frames (another network's) is refused."""
-    from whisper_endpoint.diarization import campplus_onnx
+def _another_networks_export(path):
+    wrong = torch.nn.Sequential(torch.nn.Conv1d(80, 512, 3, stride=2, padding=1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.onnx.export(wrong, (torch.zeros(1, 80, 300),), str(path), input_names=["input"],
+                      output_names=["output"], dynamic_axes={"input": {2: "n"}, "output": {2: "m"}}, dynamo=False)
 
-    checkpoint, code = tmp_path / "weights.pt", tmp_path / "camplusplus.py"
+
+def _keyed_files(folder):
+    checkpoint, code = folder / "weights.pt", folder / "camplusplus.py"
     checkpoint.write_bytes(b"other weights")
     code.write_text("# other code\n")
-    name = campplus_onnx.file_name(checkpoint, code)
-    wrong = torch.nn.Sequential(torch.nn.Conv1d(80, 512, 3, stride=2, padding=1))
-    torch.onnx.export(wrong, (torch.zeros(1, 80, 300),), str(tmp_path / name), input_names=["input"],
-                      output_names=["output"], dynamic_axes={"input": {2: "n"}, "output": {2: "m"}}, dynamo=False)
-    assert campplus_onnx.load(network, checkpoint, code) is None
+    return checkpoint, code
+
+
+def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
+    """A file beside the checkpoint that does not give torch's frames (another network's) is refused."""
+    from whisper_endpoint.diarization import campplus_onnx
+
+    checkpoint, code = _keyed_files(tmp_path)
+    _another_networks_export(tmp_path / campplus_onnx.file_name(checkpoint, code))
+    assert campplus_onnx.load(network, checkpoint, code, tmp_path / "cache") is None
+
+
+def test_a_stale_export_in_the_cache_is_made_again(tmp_path, network):
+    """A file in the model cache that does not match is exported again (else torch for good)."""
+    from whisper_endpoint.diarization import campplus_onnx
+
+    checkpoint, code = _keyed_files(tmp_path)
+    stale = tmp_path / "cache" / "diarization" / campplus_onnx.file_name(checkpoint, code)
+    _another_networks_export(stale)
+    session = campplus_onnx.load(network, checkpoint, code, tmp_path / "cache")
+    assert session is not None and session.path == stale
 
 
 def test_the_export_goes_into_the_handlers_model_cache(tmp_path, monkeypatch):

@@ -9,10 +9,11 @@ import numpy as np
 from faster_whisper import WhisperModel
 
 from tests.conftest import decode_reference
+from whisper_endpoint.backends import cost
 from whisper_endpoint.backends.encoding import CPU_PIECE
 
 DIALOGUE = Path(__file__).resolve().parents[1] / "audio" / "dialogues" / "fillets_barrel.flac"  # 125 s
-WINDOW, STEP = 30 * 16000, 20 * 16000  # distinct windows, overlapping to fit five in the dialogue
+WINDOW, STEP = 30 * 16000, 15 * 16000  # distinct windows, overlapping to fit seven in the dialogue
 
 
 def _features(model, windows: int) -> np.ndarray:
@@ -38,11 +39,15 @@ def _peak_rise_mib(call) -> tuple[np.ndarray, float]:
 def test_the_encoder_in_pieces_gives_the_whole_batchs_output_with_a_lower_peak(tiny_handler):
     model = tiny_handler.asr.model  # embedded:tiny.en's faster-whisper model, on CPU
     assert model.model.device == "cpu"
-    features = _features(model, 2 * CPU_PIECE + 1)  # whole pieces and a remainder
+    features = _features(model, 3 * CPU_PIECE + 1)  # whole pieces and a remainder
     model.encode(features[:1])  # warm-up: the first call allocates what every call reuses
+    # The pieces first: memory they leave pooled (the allocator's, the heap's) lowers the whole batch's rise,
+    # so a pieces path that does not run (the whole batch twice) fails here.
+    with cost.counting(len(features) * 30.0) as counter:
+        pieces, pieces_rise = _peak_rise_mib(lambda: model.encode(features))
     whole, whole_rise = _peak_rise_mib(lambda: WhisperModel.encode(model, features))
-    pieces, pieces_rise = _peak_rise_mib(lambda: model.encode(features))
+    assert counter.used == len(features)  # each window counted once toward the request's bound
     assert pieces.shape == whole.shape == (len(features), 1500, 384)
     assert np.array_equal(pieces, whole)
-    # tiny's attention scores are ~54 MB a window: 5 windows at once against 2
-    assert pieces_rise < 0.75 * whole_rise, (pieces_rise, whole_rise)
+    # tiny's attention scores are ~54 MB a window: 7 windows at once against 2
+    assert pieces_rise < 0.6 * whole_rise, (pieces_rise, whole_rise)

@@ -4,8 +4,8 @@ faster-whisper's batched pipeline encodes a batch's windows (up to MAX_BATCH_SIZ
 CTranslate2's encoder holds each layer's attention scores for every window of the call at once (heads x
 1500 x 1500 floats: ~72 MB a window for base), so the call's working set grows with the batch: about
 91 MiB a window for embedded:base, the largest part of a long request's peak memory. Encoded
-``CPU_PIECE`` windows at a time the output is the same to the bit (each window's encoding depends on its
-own features only), the peak falls by the other windows' share (5 min of audio, plain request, defaults:
+``CPU_PIECE`` windows at a time the output is the same to the bit with int8, the CPU default (each window's
+encoding depends on its own features only; tests/test_encoder_pieces.py), the peak falls by the other windows' share (5 min of audio, plain request, defaults:
 1779 -> 1451 MiB) and the encoder costs less, not more (8 windows, one thread: 7.1-7.9 CPU s in pieces of
 1 or 2 against 9.3-10.2 whole; the smaller working set stays in the caches). Issue #36: a diarized
 request's diarizer works alongside the ASR (speakers/alongside.py), so its working set adds to this one.
@@ -26,7 +26,10 @@ class EncoderInPieces:
     def encode(self, features: np.ndarray) -> ctranslate2.StorageView:
         if features.ndim == 2 or len(features) <= CPU_PIECE or self.model.device != "cpu":
             return super().encode(features)
-        pieces = []
+        encoded = None
         for start in range(0, len(features), CPU_PIECE):
-            pieces.append(np.asarray(super().encode(features[start: start + CPU_PIECE])))
-        return ctranslate2.StorageView.from_array(np.concatenate(pieces))
+            piece = np.asarray(super().encode(features[start: start + CPU_PIECE]))
+            if encoded is None:
+                encoded = np.empty((len(features), *piece.shape[1:]), dtype=piece.dtype)
+            encoded[start: start + len(piece)] = piece
+        return ctranslate2.StorageView.from_array(encoded)

@@ -22,7 +22,6 @@ from whisper_endpoint.diarization import onnx_export
 
 TOLERANCE = 1e-3  # on the trunk's frames, against torch's
 _PROBE_S = 3.0  # the probe signal's length (its fbank is the export's example input too)
-_FORMAT = "input/output"  # the export's input and output names: part of its key
 
 
 def load(network, checkpoint: Path, code: Path, cache_dir: str | Path | None = None) -> onnx_export.Session | None:
@@ -40,7 +39,7 @@ def load(network, checkpoint: Path, code: Path, cache_dir: str | Path | None = N
 
 def file_name(checkpoint: Path, code: Path) -> str:
     """The weights, the network code and the exporter's version: a change to any makes a new export."""
-    return onnx_export.keyed_name("campplus_trunk", (checkpoint, code), _FORMAT)
+    return onnx_export.keyed_name("campplus_trunk", (checkpoint, code, Path(__file__)))
 
 
 class _Trunk(torch.nn.Module):

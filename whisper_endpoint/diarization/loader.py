@@ -39,7 +39,7 @@ def load_diarizer(
     """
     device = resolve_device(device)
     if reference == EMBEDDED:
-        pipeline = _embedded(repository, cache_dir)
+        pipeline = _embedded(repository, cache_dir, onnx=device == "cpu")  # ONNX Runtime runs on CPU only here
     else:
         # A local pipeline file may still name Hub checkpoints (pyannote/speaker-diarization-3.1's
         # does), so both go through the same Hub error handling and get the token.
@@ -51,7 +51,7 @@ def load_diarizer(
     return Diarizer(pipeline, name=reference, device=device, threads=diarization_threads(threads))
 
 
-def _embedded(repository: str | Path | None, cache_dir: Path | None):
+def _embedded(repository: str | Path | None, cache_dir: Path | None, onnx: bool):
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
@@ -61,7 +61,7 @@ def _embedded(repository: str | Path | None, cache_dir: Path | None):
         files = embedded_files(repository)
         logger.info("embedded diarization checkpoints: %s, %s", files.segmentation, files.campplus)
         return OfflineSpeakerDiarization(segmentation=files.segmentation, embedding=files.campplus,
-                                         cache_dir=cache_dir)
+                                         onnx=onnx, cache_dir=cache_dir)
 
 
 def _local_pipeline_file(reference: str) -> Path | None:

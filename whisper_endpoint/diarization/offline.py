@@ -97,6 +97,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
         a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
       pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
+      onnx: CAM++'s trunk and the segmentation model's rest on ONNX Runtime where they can be exported
+        (CPU only; False: both on torch, as on a GPU).
       cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
@@ -115,6 +117,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         voice_changes: dict | bool = True,
         pooled_embeddings: dict | bool = True,
         pooled_turns: bool = True,
+        onnx: bool = True,
         token: str | None = None,
         cache_dir: str | Path | None = None,
     ):
@@ -125,7 +128,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             raise ModelLoadError(
                 f"segmentation checkpoint {segmentation_path} could not be loaded: {exc}"
             ) from exc
-        network = CamPlusPlusEmbedding(embedding, cache_dir=cache_dir)
+        network = CamPlusPlusEmbedding(embedding, onnx=onnx, cache_dir=cache_dir)
         super().__init__(
             segmentation=segmentation_model,
             segmentation_step=segmentation_step,
@@ -140,7 +143,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
             skip_aggregation=True, batch_size=segmentation_batch_size,
-            rest=segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir),
+            rest=segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir) if onnx else None,
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)

@@ -82,24 +82,24 @@ def load(export: Export, beside: Path, cache_dir: str | Path | None) -> Session 
         logger.info("%s runs on torch: onnxruntime is not installed", export.what)
         return None
     cache = cache_folder(cache_dir)
-    path = next((folder / export.file_name for folder in (beside, cache) if (folder / export.file_name).is_file()),
-                None)
-    if path is None:
-        path = _export(export, cache / export.file_name)
-        if path is None:
-            return None
-    session = Session(path)
-    if not _matches(export, session):
-        logger.warning("%s runs on torch: %s does not give torch's output within %g", export.what, path,
-                       export.tolerance)
-        return None
-    return session
+    carried = beside / export.file_name
+    if carried.is_file():
+        return _checked(export, carried)
+    cached = cache / export.file_name
+    if cached.is_file():
+        session = _checked(export, cached)
+        if session is not None:
+            return session
+        cached.unlink(missing_ok=True)  # a broken or stale file in our own cache: exported again, once
+    path = _export(export, cached)
+    return None if path is None else _checked(export, path)
 
 
 def keyed_name(stem: str, files: Iterable[Path], versions: str = "") -> str:
-    """``stem-<key>.onnx``, the key a hash of ``files``' bytes, ``versions`` and the exporter's version."""
+    """``stem-<key>.onnx``, the key a hash of ``files``' bytes (the weights and the code of the exported
+    part), this module's (how it exports), ``versions`` and the exporter's version."""
     digest = hashlib.sha256()
-    for path in files:
+    for path in (*files, Path(__file__)):
         digest.update(path.read_bytes())
     digest.update(f"{versions}/{torch.__version__}/{OPSET}".encode())
     return f"{stem}-{digest.hexdigest()[:16]}.onnx"
@@ -113,6 +113,15 @@ def cache_folder(cache_dir: str | Path | None) -> Path:
     cache = (cache_dir or os.environ.get("MODEL_CACHE_DIR")
              or ModelSettings.model_fields["model_cache_dir"].default_factory())
     return Path(cache) / "diarization"
+
+
+def _checked(export: Export, path: Path) -> Session | None:
+    session = Session(path)
+    if _matches(export, session):
+        return session
+    logger.warning("%s runs on torch: %s does not give torch's output within %g", export.what, path,
+                   export.tolerance)
+    return None
 
 
 def _matches(export: Export, session: Session) -> bool:

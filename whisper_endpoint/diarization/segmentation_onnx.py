@@ -34,10 +34,11 @@ class _Rest(torch.nn.Module):
 
 def load(model, checkpoint: Path, cache_dir: str | Path | None = None) -> onnx_export.Session | None:
     """(windows, 80, pooled frames) -> the model's log-probabilities, on ONNX Runtime; None where the model
-    is not one shared_sincnet shares the first layer of, or no matching export can be had."""
+    is not one shared_sincnet shares the first layer of, its checkpoint is not one local file (a folder or
+    a Hub id: nothing to key the export by), or no matching export can be had."""
     window = model.audio.get_num_samples(model.specifications.duration)
     step = window // 10
-    if not shared_sincnet._shareable(model, step):
+    if not (checkpoint.is_file() and shared_sincnet._shareable(model, step)):
         return None
     probe = _probe(model, window, step)
     with torch.inference_mode():
