@@ -47,10 +47,13 @@ def _scores_difference(segmentation, waveform: torch.Tensor, rest) -> float:
 def main(names: list[str]) -> None:
     from whisper_endpoint.diarization.loader import load_diarizer
 
+    from whisper_endpoint.diarization import segmentation_onnx
+    from whisper_endpoint.diarization.campplus import segmentation_checkpoint
+
     torch.set_num_threads(1)
     pipeline = load_diarizer("embedded", threads=1).pipeline
     segmentation = pipeline._segmentation
-    rest = segmentation.rest
+    rest = segmentation_onnx.load(segmentation.model, segmentation_checkpoint())  # off in the pipeline by default
     if rest is None:
         sys.exit("the segmentation model's ONNX export did not load (see the log): nothing to compare")
     rows = []

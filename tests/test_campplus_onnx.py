@@ -119,13 +119,19 @@ def test_a_stale_export_in_the_cache_is_made_again(tmp_path, network):
 
 
 def test_the_export_goes_into_the_handlers_model_cache(tmp_path, monkeypatch):
-    """``ModelSettings.model_cache_dir`` reaches the export through load_diarizer, not only MODEL_CACHE_DIR
-    (a caller that builds its settings in code got its export in the default cache)."""
+    """``ModelSettings.model_cache_dir`` reaches both exports through load_diarizer, not only MODEL_CACHE_DIR
+    (a caller that builds its settings in code got its export in the default cache), and the embedded
+    pipeline segments with the shared first layer."""
     from whisper_endpoint.diarization import load_diarizer
+    from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 
     monkeypatch.setenv("MODEL_CACHE_DIR", str(tmp_path / "environment"))
-    diarizer = load_diarizer("embedded", device="cpu", cache_dir=tmp_path / "settings", threads=1)
-    trunk = diarizer.pipeline.embedding_network.onnx_trunk
+    pipeline = load_diarizer("embedded", device="cpu", cache_dir=tmp_path / "settings", threads=1).pipeline
+    segmentation = pipeline._segmentation
+    assert isinstance(segmentation, SharedSincInference)
+    assert segmentation.step == pytest.approx(1.0) and segmentation.batch_size == 4
+    assert segmentation.rest is None  # the segmentation's rest stays torch's unless asked (offline.py)
+    trunk = pipeline.embedding_network.onnx_trunk
     assert trunk is not None
     assert trunk.path.parent == tmp_path / "settings" / "diarization"
     assert not (tmp_path / "environment").exists()

@@ -78,16 +78,6 @@ def test_scores_within_tolerance(segmentation_model, onnx_rest, rest):
     assert float((got - expected).abs().max()) < SCORE_TOLERANCE
 
 
-def test_the_embedded_pipeline_segments_with_the_shared_layer():
-    from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
-    from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
-
-    pipeline = OfflineSpeakerDiarization()
-    assert isinstance(pipeline._segmentation, SharedSincInference)
-    assert pipeline._segmentation.rest is not None  # the rest of the model on ONNX Runtime
-    assert pipeline._segmentation.step == pytest.approx(1.0) and pipeline._segmentation.batch_size == 4
-
-
 def test_the_shared_pooling_gives_each_windows_own_abs_and_pooling_bit_for_bit(segmentation_model):
     """The span's groups pooled once for each of their 3 phases, against each window's first-layer output
     (its instance norm as an affine map of the shared convolution) through abs and the max pooling."""

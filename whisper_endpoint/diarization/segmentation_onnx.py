@@ -7,6 +7,10 @@ torch's CPU time on one thread (24.7-27.8 against 30.4-31.5 ms a window, 48 wind
 ONNX Runtime's LSTM alone 0.9x torch's), with log-probabilities within 4e-5 of torch's and the same hard
 labels on every frame (``scripts.measure_segmentation_onnx``). It is exported into the model cache and
 checked against torch on a probe signal before use (``onnx_export.py``); wherever that fails, torch runs it.
+
+In the whole pipeline the gain did not hold: over five files, three runs each, segmentation cost 0.85-1.10x
+torch's and the diarizer 0.90-1.06x, about even on average, so the pipeline uses it only when asked
+(``OfflineSpeakerDiarization(onnx_segmentation=True)``, a pipeline parameter).
 """
 
 from __future__ import annotations
