@@ -23,8 +23,8 @@ from faster_whisper import BatchedInferencePipeline, WhisperModel
 from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
-from whisper_endpoint.backends.encoding import EncoderInPieces
 from whisper_endpoint.backends.base import check_language_options
+from whisper_endpoint.backends.encoding import EncoderInPieces
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError

