@@ -63,6 +63,7 @@ def _encoder(threads: int) -> dict:
 
 def _request_child(pieces: bool) -> dict:
     from bench import backends, inputs
+    from bench.measure import peak_rss_mib, reset_peak_rss
     from bench.plan import by_name
     from whisper_endpoint.backends import encoding
 
@@ -72,16 +73,16 @@ def _request_child(pieces: bool) -> dict:
     audio = inputs.long_audio(plan, 300)
     handler = backends.handler(plan.model, cpu_threads=0)
     backends.ask(handler, inputs.clip(plan.short_clip), language=plan.language)  # warm-up
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+    reset_peak_rss()
     start = time.process_time()
     response = backends.ask(handler, audio, language=plan.language)
     cpu = time.process_time() - start
-    status = dict(line.split(":", 1) for line in Path("/proc/self/status").read_text().splitlines())
-    return {"pieces": pieces, "peak_rss_mib": round(int(status["VmHWM"].split()[0]) / 1024, 1),
-            "cpu_s": round(cpu, 2), "text": response["text"]}
+    return {"pieces": pieces, "peak_rss_mib": peak_rss_mib(), "cpu_s": round(cpu, 2), "text": response["text"]}
 
 
 def main() -> None:
+    from bench.measure import loadavg
+
     if len(sys.argv) > 2 and sys.argv[1] == "--child":
         print(json.dumps(_request_child(sys.argv[2] == "pieces")))
         return
@@ -96,7 +97,7 @@ def main() -> None:
     encoder = [_encoder(1), _encoder(0)]
     print(json.dumps(encoder), flush=True)
     OUT.write_text(json.dumps({
-        "command": COMMAND, "cores": len(os.sched_getaffinity(0)), "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "command": COMMAND, "cores": len(os.sched_getaffinity(0)), "loadavg": loadavg(),
         "encoder_8_windows": encoder,
         "plain_request_5_min_defaults": [{key: value for key, value in row.items() if key != "text"} for row in requests],
         "same_text": requests[0]["text"] == requests[1]["text"],

@@ -10,13 +10,14 @@ difference between the two trunks' frames over the file's tiles. Writes results/
 from __future__ import annotations
 
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 import torch
+
+from bench.measure import loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = [
@@ -39,6 +40,20 @@ def _frames_difference(network, samples: torch.Tensor, session) -> float:
         fbank = (fbank - fbank.mean(dim=0, keepdim=True)).T[None].contiguous()
         worst = max(worst, float((session(fbank) - campplus_onnx.torch_frames(network, fbank)).abs().max()))
     return worst
+
+
+def reported(row: dict, *stages: str) -> dict:
+    """``row`` with each stage's ONNX Runtime / torch CPU ratio and the load average, printed."""
+    for stage in stages:
+        row[f"{stage}_ratio"] = round(row[f"{stage}_cpu_s"]["onnx"] / row[f"{stage}_cpu_s"]["torch"], 2)
+    row["loadavg"] = loadavg()
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def write(out: Path, command: str, names: list[str], rows: list[dict]) -> None:
+    out.write_text(json.dumps({"command": command + " " + " ".join(names), "threads": 1, "files": rows},
+                              indent=2) + "\n")
 
 
 def load_waveform(name: str) -> torch.Tensor:
@@ -85,13 +100,8 @@ def main(names: list[str]) -> None:
             "frames_max_difference": _frames_difference(network, waveform, session),
             "embeddings_cpu_s": {m: round(float(np.mean([r[0] for r in seen[m]])), 2) for m in seen},
         }
-        row["embeddings_ratio"] = round(row["embeddings_cpu_s"]["onnx"] / row["embeddings_cpu_s"]["torch"], 2)
-        row["diarizer_ratio"] = round(row["diarizer_cpu_s"]["onnx"] / row["diarizer_cpu_s"]["torch"], 2)
-        row["loadavg"] = [round(x, 2) for x in os.getloadavg()]
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    OUT.write_text(json.dumps({"command": COMMAND + " " + " ".join(names), "threads": 1, "files": rows},
-                              indent=2) + "\n")
+        rows.append(reported(row, "embeddings", "diarizer"))
+    write(OUT, COMMAND, names, rows)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,6 @@ results/diarization_segmentation_onnx.json.
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -20,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from scripts.measure_onnx_trunk import FILES, load_waveform
+from scripts.measure_onnx_trunk import FILES, load_waveform, reported, write
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "diarization_segmentation_onnx.json"
@@ -78,14 +76,8 @@ def main(names: list[str]) -> None:
             "turns_identical": seen["torch"][0][3] == seen["onnx"][0][3],
             "log_probabilities_max_difference": _scores_difference(segmentation, waveform, rest),
         }
-        segmentation.rest = rest
-        row["segmentation_ratio"] = round(row["segmentation_cpu_s"]["onnx"] / row["segmentation_cpu_s"]["torch"], 2)
-        row["diarizer_ratio"] = round(row["diarizer_cpu_s"]["onnx"] / row["diarizer_cpu_s"]["torch"], 2)
-        row["loadavg"] = [round(x, 2) for x in os.getloadavg()]
-        print(json.dumps(row), flush=True)
-        rows.append(row)
-    OUT.write_text(json.dumps({"command": COMMAND + " " + " ".join(names), "threads": 1, "files": rows},
-                              indent=2) + "\n")
+        rows.append(reported(row, "segmentation", "diarizer"))
+    write(OUT, COMMAND, names, rows)
 
 
 if __name__ == "__main__":

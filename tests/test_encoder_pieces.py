@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 from faster_whisper import WhisperModel
 
+from bench.measure import peak_rss_mib, reset_peak_rss, rss_mib
 from tests.conftest import decode_reference
 from whisper_endpoint.backends import cost
 from whisper_endpoint.backends.encoding import CPU_PIECE
@@ -26,14 +27,10 @@ def _features(model, windows: int) -> np.ndarray:
 
 def _peak_rise_mib(call) -> tuple[np.ndarray, float]:
     """``call``'s result (as an array) and how far it raised the process's peak RSS over its RSS before."""
-    def status(field: str) -> float:
-        line = next(line for line in Path("/proc/self/status").read_text().splitlines() if line.startswith(field))
-        return int(line.split()[1]) / 1024
-
-    Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS (Linux)
-    before = status("VmRSS:")
+    reset_peak_rss()
+    before = rss_mib()
     result = np.array(call())  # a copy, taken before the peak is read
-    return result, status("VmHWM:") - before
+    return result, peak_rss_mib() - before
 
 
 def test_the_encoder_in_pieces_gives_the_whole_batchs_output_with_a_lower_peak(tiny_handler):
