@@ -5,6 +5,7 @@ checked directly, with plain callables as handlers."""
 
 from __future__ import annotations
 
+import ctypes
 import re
 import threading
 import time
@@ -191,22 +192,43 @@ def _rss_mib() -> float:
         return int(next(line for line in status if line.startswith("VmRSS")).split()[1]) / 1024
 
 
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def _allocated_mib() -> float:
+    """What the process holds from malloc (glibc's mallinfo2, every arena): live blocks, however
+    fragmented the heap they lie in."""
+    mallinfo2 = ctypes.CDLL("libc.so.6").mallinfo2
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return (info.uordblks + info.hblkhd) / 2**20
+
+
 def test_an_idle_model_is_unloaded_and_its_memory_given_back(settings_factory):
+    """Loaded, used and unloaded twice (the first time pays one-off costs): nothing holds the unloaded
+    model, and what the process holds from malloc falls back to where it was before the load. A model
+    kept alive, in Python or in native code, keeps its ~80 MiB (a CTranslate2 model held in a list: +80
+    against -7..+9 MiB). Measured on malloc's live blocks, not RSS: how much of the freed heap glibc hands
+    to the system varies with fragmentation (the pytest process holds every other test's state)."""
     settings = ServerSettings(asr_models="tiny=embedded:tiny.en,base=embedded:base", model_idle_unload_s=1.0)
     clip, post = read_clip(CLIP), {"headers": {"Content-Type": "audio/flac"}, "timeout": 120}
-    weights = (settings_factory().model_cache_dir / "embedded" / "base" / "model.bin").stat().st_size / 2**20
     app = create_app(settings)
+    cycles = []
     with live_server(app) as live:
         wait_until(lambda: requests.get(f"{live.url}/health", timeout=5).status_code == 200, timeout=120)
         requests.post(f"{live.url}/", data=clip, **post)  # the process's first decode's one-off costs
-        before = _rss_mib()
-        assert requests.post(f"{live.url}/?model=base", data=clip, **post).json()["decoding"]["model"] == "embedded:base"
-        loaded = _rss_mib()
-        backend = weakref.ref(app.state.service.pool.handler_if_loaded("base").asr)
-        wait_until(lambda: not _loaded(live.url)["base"], timeout=20)
-        after = _rss_mib()
-        assert _loaded(live.url) == {"tiny": True, "base": False}  # the first model is pinned
-        assert backend() is None  # nothing holds the unloaded model: its memory is the allocator's again
-    print(f"RSS: {before:.0f} MiB with tiny.en, {loaded:.0f} with base too, {after:.0f} after base was unloaded "
-          f"(base's model.bin: {weights:.0f} MiB; how much of it glibc gives back varies with fragmentation)")
-    assert after < loaded
+        for _ in range(2):
+            before = _allocated_mib()
+            reply = requests.post(f"{live.url}/?model=base", data=clip, **post)
+            assert reply.json()["decoding"]["model"] == "embedded:base"
+            loaded, rss_loaded = _allocated_mib(), _rss_mib()
+            backend = weakref.ref(app.state.service.pool.handler_if_loaded("base").asr)
+            wait_until(lambda: not _loaded(live.url)["base"] and backend() is None, timeout=20)
+            assert _loaded(live.url) == {"tiny": True, "base": False}  # the first model is pinned
+            cycles.append((before, loaded, _allocated_mib(), rss_loaded, _rss_mib()))
+    print("malloc'd MiB before, loaded, unloaded; RSS loaded, unloaded:", [[round(v) for v in c] for c in cycles])
+    before, loaded, after, *_ = cycles[-1]
+    assert after - before < (loaded - before) / 2

@@ -18,7 +18,7 @@ import pytest
 import requests
 
 from tests.serving_helpers import live_server, wait_until
-from tests.test_known_speakers import _b64, _named_right, excerpt, fish  # noqa: F401 (fixtures)
+from tests.test_known_speakers import FISH_ASR, _b64, _named_right, excerpt, fish  # noqa: F401 (fixtures)
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
@@ -28,7 +28,7 @@ from whisper_endpoint.voice_library.settings import LibrarySettings
 
 KEY = "library-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
-WORDS = {"language": "en", "return_speaker_words": True}
+REQUEST = {**FISH_ASR, "return_speaker_words": True, "return_speaker_turns": True}
 
 
 # --- the store alone (no model) -------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def _server(handler, stores, **settings):
 
 def _transcribe(url: str, audio: bytes, **parameters) -> dict:
     response = requests.post(f"{url}/predict", headers=AUTH, timeout=120,
-                             json={"inputs": base64.b64encode(audio).decode(), "parameters": {**WORDS, **parameters}})
+                             json={"inputs": base64.b64encode(audio).decode(), "parameters": {**REQUEST, **parameters}})
     assert response.status_code == 200, response.text
     return response.json()
 
@@ -108,11 +108,11 @@ def test_enrolled_voices_are_named_in_requests_and_jobs_across_a_restart(diarizi
         assert [s["name"] for s in listed] == ["big_fish", "small_fish"]
 
         named = _transcribe(server.url, audio)
-        right = _named_right(named["speakers"], turns)
+        right = _named_right(named["speaker_turns"], turns)
         assert right["big_fish"] >= 0.9 and right["small_fish"] >= 0.9, right
         assert {m["name"] for m in named["speaker_matches"]} == {"big_fish", "small_fish"}
         job = requests.post(f"{server.url}/jobs", headers={**AUTH, "Content-Type": "audio/flac"}, data=audio,
-                            params={"language": "en", "speaker_library": "false"}).json()
+                            params={**FISH_ASR, "speaker_library": "false"}).json()
         state = {}
         wait_until(lambda: state.update(requests.get(f"{server.url}/jobs/{job['id']}", headers=AUTH).json())
                    or state["status"] in ("succeeded", "failed"), timeout=120, interval=0.1)
@@ -135,7 +135,7 @@ def test_enrolled_voices_are_named_in_requests_and_jobs_across_a_restart(diarizi
 
     with _server(diarizing_handler, stores) as server:  # a restart: the library is read from its file
         again = _transcribe(server.url, audio)
-        after = _named_right(again["speakers"], turns)
+        after = _named_right(again["speaker_turns"], turns)
         assert after["big_fish"] >= 0.9 and after["small_fish"] >= 0.9, after
         assert {m["name"] for m in again["speaker_matches"]} == {"big_fish", "small_fish"}
         listed = requests.get(f"{server.url}/v1/speakers", headers=AUTH).json()["data"]
