@@ -44,7 +44,7 @@ FAIR_DER = 15.0
 SWEEP = {"separation": [0.1, 0.12, 0.13, 0.14, 0.15, 0.16], "min_speech": [3.0, 4.0, 5.0]}
 
 
-def pipeline(threads: int | None):
+def pipeline(threads: int | None, segmentation_step: float | None = None):
     import torch
 
     from whisper_endpoint.diarization import pyannote_quietly
@@ -54,7 +54,8 @@ def pipeline(threads: int | None):
     with pyannote_quietly():
         from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
 
-        diarizer = OfflineSpeakerDiarization()
+        diarizer = OfflineSpeakerDiarization(**({} if segmentation_step is None else
+                                                {"segmentation_step": segmentation_step}))
     SharedFrontEnd(diarizer)
     return diarizer
 
@@ -91,13 +92,14 @@ def diarize(diarizer, file, count_check, **count) -> tuple[dict, float]:
     return score(file.reference, output.exclusive_speaker_diarization, file.duration), cpu
 
 
-def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes: dict | None = None) -> dict:
+def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes: dict | None = None,
+             segmentation_step: float | None = None) -> dict:
     from whisper_endpoint.diarization.count_check import CountCheckOptions
     from whisper_endpoint.diarization.voice_changes import VoiceChangeOptions
 
     check = CountCheckOptions(**options)
     cut = None if changes is None else VoiceChangeOptions(**changes)
-    diarizer = pipeline(threads)
+    diarizer = pipeline(threads, segmentation_step)
     diarizer.voice_changes = None
     if cut is not None:
         return evaluate_cut(diarizer, sets, check, cut)
@@ -245,6 +247,8 @@ def main() -> int:
                         help="VoiceChangeOptions ('{}': the defaults); before then means the count check alone")
     parser.add_argument("--before", type=Path, default=None,
                         help="with --table: an earlier results file whose \"after\" is the first column")
+    parser.add_argument("--segmentation-step", type=float, default=None,
+                        help="the window step, as a fraction of the window (default: offline.SEGMENTATION_STEP)")
     parser.add_argument("--sweep", action="store_true", help="the count check's settings on the tuned-on files")
     parser.add_argument("--table", nargs="?", const=ROOT / "results" / "speaker_count.json", type=Path,
                         help="print the markdown table of a results file and stop")
@@ -260,7 +264,10 @@ def main() -> int:
         out = args.out or ROOT / "results" / "speaker_count_sweep.json"
     else:
         sets = tuple(s for s in (args.sets.split(",") if args.sets else SETS) if not (args.skip_long and s == "long"))
-        result = evaluate(args.threads, sets, args.count_check, args.voice_changes)
+        result = evaluate(args.threads, sets, args.count_check, args.voice_changes, args.segmentation_step)
+        from whisper_endpoint.diarization.offline import SEGMENTATION_STEP
+
+        result["segmentation_step"] = args.segmentation_step or SEGMENTATION_STEP
         out = args.out or ROOT / "results" / "speaker_count.json"
         print(table(result))
     out.parent.mkdir(parents=True, exist_ok=True)
