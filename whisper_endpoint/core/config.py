@@ -107,7 +107,7 @@ class ModelSettings(BaseSettings):
         "(at most 4; whisper_endpoint/diarization/threads.py).",
     )
     diarization_alongside_s: float = Field(
-        600.0, ge=0,
+        1800.0, ge=0,
         description="Audio up to this long is diarized on a thread of its own while the ASR decodes, where a core "
         "is left beside the diarizer's threads (whisper_endpoint/speakers/alongside.py): about the ASR's wall time "
         "instead of both added, for the diarizer's working memory on top of the ASR's; longer audio, or 0, is "

@@ -7,9 +7,11 @@ threads used about one core's CPU for the bench's 5 min), and the diarizer runs 
 sum (docs/benchmarks.md, "Diarization alongside the ASR"). Where the diarizer's threads take every core
 there is nothing to overlap with, and it runs after the ASR as before.
 
-Memory: the diarizer's working set then adds to the ASR's instead of following it (the peak +0.2 GiB at
-5 min, +0.6 GiB at 26.8 min), so only audio up to DIARIZATION_ALONGSIDE_S (10 min unless set) runs
-alongside: the requests someone waits on; longer files, whose peak matters more, keep the old order.
+Memory: the diarizer's working set then adds to the ASR's instead of following it (+0.25-0.35 GiB at 5,
+13.4 and 26.8 min at the defaults on 2 cores: 3253 MiB at 26.8 min, below the 3714 the same request
+peaked at after the ASR before the encoder ran in pieces, backends/encoding.py). Audio up to
+DIARIZATION_ALONGSIDE_S (30 min unless set) runs alongside; longer audio keeps the old order, whose peak
+is the ASR's.
 
 Bounded: one pool of ``cores // diarizer threads`` workers serves every request of the process, so
 concurrent requests never run more diarizations at once than the cores hold (the others wait for a
