@@ -1,5 +1,5 @@
 """Several models in one server (ASR_MODELS): chosen per request, loaded on first use (once, however many
-ask at once), least recently used unloaded first, unloaded when idle (RSS measured), a model that fails to
+ask at once), least recently used unloaded first, unloaded when idle (malloc measured), a model that fails to
 load a 503 naming it while the others serve; the openai SDK's ``model=``. The pool's own rules are also
 checked directly, with plain callables as handlers."""
 
@@ -207,7 +207,7 @@ def _allocated_mib() -> float:
     return (info.uordblks + info.hblkhd) / 2**20
 
 
-def test_an_idle_model_is_unloaded_and_its_memory_given_back(settings_factory):
+def test_an_idle_model_is_unloaded_and_its_memory_given_back():
     """Loaded, used and unloaded twice (the first time pays one-off costs): nothing holds the unloaded
     model, and what the process holds from malloc falls back to where it was before the load. A model
     kept alive, in Python or in native code, keeps its ~80 MiB (a CTranslate2 model held in a list: +80
