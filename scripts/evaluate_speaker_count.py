@@ -102,7 +102,7 @@ def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes:
     diarizer = pipeline(threads, segmentation_step)
     diarizer.voice_changes = None
     if cut is not None:
-        return evaluate_cut(diarizer, sets, check, cut)
+        return {**evaluate_cut(diarizer, sets, check, cut), "segmentation_step": diarizer.segmentation_step}
     network = diarizer.embedding_network
     alike = reference_similarity(network)
     rows = {}
@@ -129,6 +129,7 @@ def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes:
                                    "speaker's reference turns, every turn embedded alone"},
         "fair_der": FAIR_DER,
         "torch_threads": _threads(),
+        "segmentation_step": diarizer.segmentation_step,
         "files": rows,
         "summary": summary(rows),
     }
@@ -265,9 +266,6 @@ def main() -> int:
     else:
         sets = tuple(s for s in (args.sets.split(",") if args.sets else SETS) if not (args.skip_long and s == "long"))
         result = evaluate(args.threads, sets, args.count_check, args.voice_changes, args.segmentation_step)
-        from whisper_endpoint.diarization.offline import SEGMENTATION_STEP
-
-        result["segmentation_step"] = args.segmentation_step or SEGMENTATION_STEP
         out = args.out or ROOT / "results" / "speaker_count.json"
         print(table(result))
     out.parent.mkdir(parents=True, exist_ok=True)

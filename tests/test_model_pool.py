@@ -16,6 +16,7 @@ import openai
 import pytest
 import requests
 
+from bench.measure import rss_mib
 from tests.conftest import read_clip
 from tests.serving_helpers import CLIP, TEXT, live_server, wait_until
 from whisper_endpoint.adapters.errors import NotReadyError
@@ -187,11 +188,6 @@ def test_a_model_that_fails_to_load_is_a_503_naming_it_and_the_others_serve(serv
     assert ok.status_code == 200 and ok.json()["text"] == TEXT
 
 
-def _rss_mib() -> float:
-    with open("/proc/self/status") as status:
-        return int(next(line for line in status if line.startswith("VmRSS")).split()[1]) / 1024
-
-
 class _MallInfo2(ctypes.Structure):
     _fields_ = [(name, ctypes.c_size_t) for name in
                 ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
@@ -224,11 +220,11 @@ def test_an_idle_model_is_unloaded_and_its_memory_given_back():
             before = _allocated_mib()
             reply = requests.post(f"{live.url}/?model=base", data=clip, **post)
             assert reply.json()["decoding"]["model"] == "embedded:base"
-            loaded, rss_loaded = _allocated_mib(), _rss_mib()
+            loaded, rss_loaded = _allocated_mib(), rss_mib()
             backend = weakref.ref(app.state.service.pool.handler_if_loaded("base").asr)
             wait_until(lambda: not _loaded(live.url)["base"] and backend() is None, timeout=20)
             assert _loaded(live.url) == {"tiny": True, "base": False}  # the first model is pinned
-            cycles.append((before, loaded, _allocated_mib(), rss_loaded, _rss_mib()))
+            cycles.append((before, loaded, _allocated_mib(), rss_loaded, rss_mib()))
     print("malloc'd MiB before, loaded, unloaded; RSS loaded, unloaded:", [[round(v) for v in c] for c in cycles])
     before, loaded, after, *_ = cycles[-1]
     assert after - before < (loaded - before) / 2
