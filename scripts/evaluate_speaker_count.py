@@ -44,7 +44,7 @@ FAIR_DER = 15.0
 SWEEP = {"separation": [0.1, 0.12, 0.13, 0.14, 0.15, 0.16], "min_speech": [3.0, 4.0, 5.0]}
 
 
-def pipeline(threads: int | None, segmentation_step: float | None = None):
+def pipeline(threads: int | None, params: dict | None = None):
     import torch
 
     from whisper_endpoint.diarization import pyannote_quietly
@@ -54,8 +54,7 @@ def pipeline(threads: int | None, segmentation_step: float | None = None):
     with pyannote_quietly():
         from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
 
-        diarizer = OfflineSpeakerDiarization(**({} if segmentation_step is None else
-                                                {"segmentation_step": segmentation_step}))
+        diarizer = OfflineSpeakerDiarization(**(params or {}))
     SharedFrontEnd(diarizer)
     return diarizer
 
@@ -93,16 +92,16 @@ def diarize(diarizer, file, count_check, **count) -> tuple[dict, float]:
 
 
 def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes: dict | None = None,
-             segmentation_step: float | None = None) -> dict:
+             params: dict | None = None) -> dict:
     from whisper_endpoint.diarization.count_check import CountCheckOptions
     from whisper_endpoint.diarization.voice_changes import VoiceChangeOptions
 
     check = CountCheckOptions(**options)
     cut = None if changes is None else VoiceChangeOptions(**changes)
-    diarizer = pipeline(threads, segmentation_step)
+    diarizer = pipeline(threads, params)
     diarizer.voice_changes = None
     if cut is not None:
-        return {**evaluate_cut(diarizer, sets, check, cut), "segmentation_step": diarizer.segmentation_step}
+        return {**evaluate_cut(diarizer, sets, check, cut), **_settings(diarizer)}
     network = diarizer.embedding_network
     alike = reference_similarity(network)
     rows = {}
@@ -129,10 +128,15 @@ def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes:
                                    "speaker's reference turns, every turn embedded alone"},
         "fair_der": FAIR_DER,
         "torch_threads": _threads(),
-        "segmentation_step": diarizer.segmentation_step,
+        **_settings(diarizer),
         "files": rows,
         "summary": summary(rows),
     }
+
+
+def _settings(diarizer) -> dict:
+    """The pipeline settings a run's DER depends on that its command may have changed."""
+    return {"segmentation_step": diarizer.segmentation_step, "bf16_lstm": diarizer.bf16_lstm}
 
 
 def evaluate_cut(diarizer, sets: tuple[str, ...], check, cut) -> dict:
@@ -250,6 +254,8 @@ def main() -> int:
                         help="with --table: an earlier results file whose \"after\" is the first column")
     parser.add_argument("--segmentation-step", type=float, default=None,
                         help="the window step, as a fraction of the window (default: offline.SEGMENTATION_STEP)")
+    parser.add_argument("--params", type=json.loads, default={}, metavar="JSON",
+                        help='OfflineSpeakerDiarization keyword arguments, e.g. \'{"bf16_lstm": false}\'')
     parser.add_argument("--sweep", action="store_true", help="the count check's settings on the tuned-on files")
     parser.add_argument("--table", nargs="?", const=ROOT / "results" / "speaker_count.json", type=Path,
                         help="print the markdown table of a results file and stop")
@@ -265,7 +271,9 @@ def main() -> int:
         out = args.out or ROOT / "results" / "speaker_count_sweep.json"
     else:
         sets = tuple(s for s in (args.sets.split(",") if args.sets else SETS) if not (args.skip_long and s == "long"))
-        result = evaluate(args.threads, sets, args.count_check, args.voice_changes, args.segmentation_step)
+        params = {**args.params, **({} if args.segmentation_step is None else
+                                    {"segmentation_step": args.segmentation_step})}
+        result = evaluate(args.threads, sets, args.count_check, args.voice_changes, params)
         out = args.out or ROOT / "results" / "speaker_count.json"
         print(table(result))
     out.parent.mkdir(parents=True, exist_ok=True)

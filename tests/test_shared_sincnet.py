@@ -98,3 +98,27 @@ def test_the_shared_pooling_gives_each_windows_own_abs_and_pooling_bit_for_bit(s
             at = (i - span.start) * RATE // layer.stride
             expected.append(pool(torch.abs(output[:, at:at + layer.frames] * scale + shift * layer.filter_sums)))
     assert torch.equal(got, torch.stack(expected))
+
+
+def test_bf16_lstm_close_to_float32(segmentation_model):
+    """The opt-in bfloat16 LSTM (bf16_lstm.py) runs in the LSTM's place: not float32's output to the bit, but
+    nearly every window frame's hard labels the same. Where the CPU has no bfloat16 of its own, the pipeline
+    keeps float32's."""
+    from whisper_endpoint.diarization import bf16_lstm
+
+    assert bf16_lstm.for_pipeline(segmentation_model.lstm, asked=False) is None
+    lstm = bf16_lstm.for_pipeline(segmentation_model.lstm, asked=True)
+    if not bf16_lstm.native_bf16():
+        assert lstm is None
+        pytest.skip("this CPU has no bfloat16 arithmetic of its own")
+    samples = decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[: 30 * RATE]
+    file = {"waveform": torch.from_numpy(samples)[None], "sample_rate": RATE}
+    _, shared = _inferences(segmentation_model)
+    expected = shared(file).data
+    shared.lstm = lstm
+    got = shared(file).data
+    assert got.shape == expected.shape and got.dtype == expected.dtype
+    # (windows, frames, local speakers), hard labels: the same for nearly every frame
+    same = (got == expected).all(axis=-1).mean()
+    print(f"window frames labelled the same: {same:.4f}; values {np.unique(got)}")
+    assert not np.array_equal(got, expected) and same > 0.97, same

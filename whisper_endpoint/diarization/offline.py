@@ -38,6 +38,7 @@ from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.diarization import (
+    bf16_lstm as bf16_lstm_module,
     count_check,
     pooled,
     segmentation_onnx,
@@ -100,6 +101,9 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       onnx_segmentation: the segmentation model after its first pooling on ONNX Runtime too (with ``onnx``;
         ``segmentation_onnx.py``): the same hard labels, but no cheaper on average on the machine it was
         measured on (0.85-1.10x per file), so off unless set.
+      bf16_lstm: the segmentation LSTM in bfloat16 on a CPU with bfloat16 arithmetic of its own
+        (``bf16_lstm.py``): about half its float32 time, but not the same labels, so off unless set. Not with
+        ``onnx_segmentation``, which runs its own LSTM.
       cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
@@ -120,6 +124,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         pooled_turns: bool = True,
         onnx: bool = True,
         onnx_segmentation: bool = False,
+        bf16_lstm: bool = False,
         token: str | None = None,
         cache_dir: str | Path | None = None,
     ):
@@ -141,11 +146,14 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             embedding_batch_size=embedding_batch_size,
         )
         # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
+        lstm = bf16_lstm_module.for_pipeline(segmentation_model.lstm, bf16_lstm)
+        self.bf16_lstm = lstm is not None
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
             skip_aggregation=True, batch_size=segmentation_batch_size,
             rest=(segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir)
                   if onnx and onnx_segmentation else None),
+            lstm=lstm,
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)

@@ -47,11 +47,14 @@ class SharedSincInference(Inference):
     """pyannote's Inference (skip_aggregation, as SpeakerDiarization makes it) with the shared first layer.
 
     ``rest``: the model after its first layer's pooling on ONNX Runtime (``segmentation_onnx.py``), used on
-    CPU; None: torch's."""
+    CPU; None: torch's. ``lstm``: what runs the model's LSTM on CPU, called as it (``bf16_lstm.py``); None:
+    the model's own."""
 
-    def __init__(self, *args, rest: Callable[[torch.Tensor], torch.Tensor] | None = None, **kwargs):
+    def __init__(self, *args, rest: Callable[[torch.Tensor], torch.Tensor] | None = None,
+                 lstm: Callable[[torch.Tensor], tuple] | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         self.rest = rest
+        self.lstm = lstm
 
     def slide(self, waveform: torch.Tensor, sample_rate: int, hook: Callable | None):
         window_size = self.model.audio.get_num_samples(self.duration)
@@ -91,7 +94,8 @@ class SharedSincInference(Inference):
                 return torch.cat([self.rest(layer.windows(pools, span.start, batch)) for batch in batches])
             features = [_sincnet_rest(self.model, layer.windows(pools, span.start, batch)) for batch in batches]
             # The LSTM and what follows on the whole span at once (see SPAN_WINDOWS).
-            return _after_sincnet(self.model, torch.cat(features))
+            lstm = self.lstm if self.device.type == "cpu" else None
+            return _after_sincnet(self.model, torch.cat(features), lstm)
 
     def _converted(self, scores: torch.Tensor) -> np.ndarray:
         return map_with_specifications(
@@ -185,9 +189,10 @@ def _sincnet_rest(model, pooled: torch.Tensor) -> torch.Tensor:
     return outputs
 
 
-def _after_sincnet(model, features: torch.Tensor) -> torch.Tensor:
-    """PyanNet.forward after SincNet: the LSTM, the linear layers and the classifier."""
-    outputs, _ = model.lstm(features.transpose(1, 2))  # batch feature frame -> batch frame feature
+def _after_sincnet(model, features: torch.Tensor, lstm: Callable | None = None) -> torch.Tensor:
+    """PyanNet.forward after SincNet: the LSTM (``lstm`` in its place where given), the linear layers and
+    the classifier."""
+    outputs, _ = (lstm or model.lstm)(features.transpose(1, 2))  # batch feature frame -> batch frame feature
     if model.hparams.linear["num_layers"] > 0:
         for linear in model.linear:
             outputs = F.leaky_relu(linear(outputs))
