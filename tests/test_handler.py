@@ -186,16 +186,16 @@ def test_japanese_with_the_multilingual_base_model(base_handler):
     meeting = json.loads((AUDIO / "ja" / "kokoro_ja_meeting.json").read_text())
     reference = "".join(turn["text"] for turn in meeting["turns"])
     data = (AUDIO / "ja" / "kokoro_ja_meeting.flac").read_bytes()
+    # Detected, not given: a language given by name decodes the same (tests/test_parameters.py maps the names).
     detected = base_handler({"inputs": data, "parameters": {"return_timestamps": "none"}})
-    named = base_handler({"inputs": data, "parameters": {"language": "japanese", "return_timestamps": "none"}})
     from scripts.metrics import cer
 
-    assert detected["language"] == "ja" and named["language"] == "ja"
+    assert detected["language"] == "ja"
     # CER measured 14.2% here (int8, 1 or 2 threads), 13.1% with float32 and on the development machine: the
     # kernels differ between CPUs and compute types. Each bound sits twice its measured spread above the
     # highest measure.
-    assert cer([reference], [named["text"]]) < 0.165
-    assert "アプリの公開" in named["text"]
+    assert cer([reference], [detected["text"]]) < 0.165
+    assert "アプリの公開" in detected["text"]
     # With timestamps the batched decoder stops a window early on this meeting (faster-whisper 1.2.1 drops
     # "テストが順調なら": a precondition, asserted, so the recovery check below cannot pass by default); the
     # second pass over that window's remainder (backends/windows.py) keeps it. CER with it 10.9% (int8) to
