@@ -4,6 +4,7 @@
     .venv/bin/python -m scripts.evaluate_speaker_count --table [results/speaker_count.json]  # the README's table
     .venv/bin/python -m scripts.evaluate_speaker_count --sweep [--out results/speaker_count_sweep.json]
     .venv/bin/python -m scripts.evaluate_speaker_count --voice-changes '{}' --out results/voice_changes.json
+    .venv/bin/python -m scripts.evaluate_speaker_count --voice-changes '{}' --params '{"bf16_lstm": true}'
     .venv/bin/python -m scripts.evaluate_speaker_count --table results/voice_changes.json  # docs/voice_changes.md
     .venv/bin/python -m scripts.evaluate_speaker_count --table results/voice_changes.json \
         --before results/voice_changes_components.json  # the first count check's "after" against this one's
@@ -255,7 +256,7 @@ def main() -> int:
     parser.add_argument("--segmentation-step", type=float, default=None,
                         help="the window step, as a fraction of the window (default: offline.SEGMENTATION_STEP)")
     parser.add_argument("--params", type=json.loads, default={}, metavar="JSON",
-                        help='OfflineSpeakerDiarization keyword arguments, e.g. \'{"bf16_lstm": false}\'')
+                        help='OfflineSpeakerDiarization keyword arguments, e.g. \'{"bf16_lstm": true}\'')
     parser.add_argument("--sweep", action="store_true", help="the count check's settings on the tuned-on files")
     parser.add_argument("--table", nargs="?", const=ROOT / "results" / "speaker_count.json", type=Path,
                         help="print the markdown table of a results file and stop")

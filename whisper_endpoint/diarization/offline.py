@@ -102,8 +102,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         ``segmentation_onnx.py``): the same hard labels, but no cheaper on average on the machine it was
         measured on (0.85-1.10x per file), so off unless set.
       bf16_lstm: the segmentation LSTM in bfloat16 on a CPU with bfloat16 arithmetic of its own
-        (``bf16_lstm.py``): about half its float32 time, but not the same labels, so off unless set. Not with
-        ``onnx_segmentation``, which runs its own LSTM.
+        (``bf16_lstm.py``): about half its float32 time, but not the same labels, so off unless set. Not
+        where ``onnx_segmentation`` runs the model's rest, LSTM included.
       cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
@@ -146,14 +146,13 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             embedding_batch_size=embedding_batch_size,
         )
         # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
-        lstm = bf16_lstm_module.for_pipeline(segmentation_model.lstm, bf16_lstm)
+        rest = (segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir)
+                if onnx and onnx_segmentation else None)
+        lstm = bf16_lstm_module.for_pipeline(segmentation_model.lstm, bf16_lstm and rest is None)
         self.bf16_lstm = lstm is not None
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
-            skip_aggregation=True, batch_size=segmentation_batch_size,
-            rest=(segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir)
-                  if onnx and onnx_segmentation else None),
-            lstm=lstm,
+            skip_aggregation=True, batch_size=segmentation_batch_size, rest=rest, lstm=lstm,
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)
