@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from bench.measure import loadavg
 from scripts.measure_onnx_trunk import FILES, load_waveform
+from scripts.measure_segmentation_onnx import alternated, median_cpu
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "diarization_bf16_lstm_cost.json"
@@ -43,23 +42,15 @@ def main(names: list[str]) -> None:
     for name in names:
         waveform = load_waveform(name)
         file = {"waveform": waveform[None], "sample_rate": 16000}
-        seen = {"float32": [], "bfloat16": []}
-        for mode in ("float32", "bfloat16") * 3:
-            segmentation.lstm = lstm if mode == "bfloat16" else None
-            start = time.thread_time()
-            hard = pipeline.get_segmentations(file)  # (windows, frames, local speakers), hard labels
-            segmentation_s = time.thread_time() - start
-            start = time.process_time()
-            output = pipeline(file)
-            seen[mode].append((segmentation_s, time.process_time() - start, hard.data, output.speaker_diarization))
+        seen = alternated(pipeline, file, {"float32": lambda: setattr(segmentation, "lstm", None),
+                                           "bfloat16": lambda: setattr(segmentation, "lstm", lstm)})
         segmentation.lstm = None
-        before, after = seen["float32"][0][2], seen["bfloat16"][0][2]
-        cpu = {stage: {m: round(float(np.median([r[i] for r in seen[m]])), 2) for m in seen}
-               for i, stage in ((0, "segmentation"), (1, "diarizer"))}
+        before, after = seen["float32"][0][2], seen["bfloat16"][0][2]  # (windows, frames, local speakers)
+        cpu = median_cpu(seen)
         row = {
-            "file": name, "seconds": round(len(waveform) / 16000, 1),
-            **{f"{stage}_cpu_s": values for stage, values in cpu.items()},
-            **{f"{stage}_ratio": round(values["bfloat16"] / values["float32"], 2) for stage, values in cpu.items()},
+            "file": name, "seconds": round(len(waveform) / 16000, 1), **cpu,
+            **{f"{key.removesuffix('_cpu_s')}_ratio": round(values["bfloat16"] / values["float32"], 2)
+               for key, values in cpu.items()},
             "window_frames": int(before.shape[0] * before.shape[1]),
             "window_frames_relabelled": int((before != after).any(axis=-1).sum()),
             "der_against_float32_percent": round(100 * DiarizationErrorRate()(

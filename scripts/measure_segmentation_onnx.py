@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,29 @@ def _scores_difference(segmentation, waveform: torch.Tensor, rest) -> float:
     return worst
 
 
+def alternated(pipeline, file: dict, modes: dict[str, Callable[[], None]], rounds: int = 3) -> dict[str, list]:
+    """Each mode set up and run in turn, ``rounds`` times: per mode, a list of (segmentation CPU s, the
+    calling thread's; diarizer CPU s, the process's; hard segmentation; turns)."""
+    seen = {mode: [] for mode in modes}
+    for _ in range(rounds):
+        for mode, set_up in modes.items():
+            set_up()
+            start = time.thread_time()
+            hard = pipeline.get_segmentations(file)  # segmentation-3.0 is powerset: hard labels
+            segmentation_s = time.thread_time() - start
+            start = time.process_time()
+            output = pipeline(file)
+            seen[mode].append((segmentation_s, time.process_time() - start, hard.data, output.speaker_diarization))
+    return seen
+
+
+def median_cpu(seen: dict[str, list]) -> dict[str, dict[str, float]]:
+    """``segmentation_cpu_s`` and ``diarizer_cpu_s``: each mode's median over its runs."""
+    return {f"{stage}_cpu_s": {mode: round(float(np.median([run[i] for run in runs])), 2)
+                               for mode, runs in seen.items()}
+            for i, stage in enumerate(("segmentation", "diarizer"))}
+
+
 def main(names: list[str]) -> None:
     from whisper_endpoint.diarization.loader import load_diarizer
 
@@ -58,19 +82,10 @@ def main(names: list[str]) -> None:
     for name in names:
         waveform = load_waveform(name)
         file = {"waveform": waveform[None], "sample_rate": 16000}
-        seen = {"torch": [], "onnx": []}
-        for mode in ("torch", "onnx") * 3:
-            segmentation.rest = rest if mode == "onnx" else None
-            start = time.thread_time()
-            hard = pipeline.get_segmentations(file)  # segmentation-3.0 is powerset: hard labels
-            segmentation_s = time.thread_time() - start
-            start = time.process_time()
-            output = pipeline(file)
-            seen[mode].append((segmentation_s, time.process_time() - start, hard.data, output.speaker_diarization))
+        seen = alternated(pipeline, file, {"torch": lambda: setattr(segmentation, "rest", None),
+                                           "onnx": lambda: setattr(segmentation, "rest", rest)})
         row = {
-            "file": name, "seconds": round(len(waveform) / 16000, 1),
-            "segmentation_cpu_s": {m: round(float(np.median([r[0] for r in seen[m]])), 2) for m in seen},
-            "diarizer_cpu_s": {m: round(float(np.median([r[1] for r in seen[m]])), 2) for m in seen},
+            "file": name, "seconds": round(len(waveform) / 16000, 1), **median_cpu(seen),
             "hard_labels_identical": bool(np.array_equal(seen["torch"][0][2], seen["onnx"][0][2])),
             "frames": int(seen["torch"][0][2].shape[0] * seen["torch"][0][2].shape[1]),
             "turns_identical": seen["torch"][0][3] == seen["onnx"][0][3],
