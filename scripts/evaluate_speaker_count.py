@@ -5,6 +5,7 @@
     .venv/bin/python -m scripts.evaluate_speaker_count --sweep [--out results/speaker_count_sweep.json]
     .venv/bin/python -m scripts.evaluate_speaker_count --voice-changes '{}' --out results/voice_changes.json
     .venv/bin/python -m scripts.evaluate_speaker_count --voice-changes '{}' --params '{"bf16_lstm": true}'
+    .venv/bin/python -m scripts.evaluate_speaker_count --voice-changes '{}' --dither 1  # DER's own spread
     .venv/bin/python -m scripts.evaluate_speaker_count --table results/voice_changes.json  # docs/voice_changes.md
     .venv/bin/python -m scripts.evaluate_speaker_count --table results/voice_changes.json \
         --before results/voice_changes_components.json  # the first count check's "after" against this one's
@@ -93,7 +94,7 @@ def diarize(diarizer, file, count_check, **count) -> tuple[dict, float]:
 
 
 def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes: dict | None = None,
-             params: dict | None = None) -> dict:
+             params: dict | None = None, dither: int | None = None) -> dict:
     from whisper_endpoint.diarization.count_check import CountCheckOptions
     from whisper_endpoint.diarization.voice_changes import VoiceChangeOptions
 
@@ -102,11 +103,11 @@ def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes:
     diarizer = pipeline(threads, params)
     diarizer.voice_changes = None
     if cut is not None:
-        return {**evaluate_cut(diarizer, sets, check, cut), **_settings(diarizer)}
+        return {**evaluate_cut(diarizer, sets, check, cut, dither), **_settings(diarizer), "dither_seed": dither}
     network = diarizer.embedding_network
     alike = reference_similarity(network)
     rows = {}
-    for file in load(sets):
+    for file in load(sets, dither):
         before, first_cpu = diarize(diarizer, file, None)  # computes (and caches) the front end
         _, cached_cpu = diarize(diarizer, file, None)
         after, after_cpu = diarize(diarizer, file, check)
@@ -130,6 +131,7 @@ def evaluate(threads: int | None, sets: tuple[str, ...], options: dict, changes:
         "fair_der": FAIR_DER,
         "torch_threads": _threads(),
         **_settings(diarizer),
+        "dither_seed": dither,
         "files": rows,
         "summary": summary(rows),
     }
@@ -140,13 +142,13 @@ def _settings(diarizer) -> dict:
     return {"segmentation_step": diarizer.segmentation_step, "bf16_lstm": diarizer.bf16_lstm}
 
 
-def evaluate_cut(diarizer, sets: tuple[str, ...], check, cut) -> dict:
+def evaluate_cut(diarizer, sets: tuple[str, ...], check, cut, dither: int | None = None) -> dict:
     """The count check alone (``without_voice_changes``) against it with the cut of turns where the voice
     changes (``after``), and told the true count; the front end and its CAM++ frames computed once per file,
     so ``cpu_s`` is the whole diarizer's first run and ``voice_changes_cpu_s`` what the cut adds to a run."""
     keep_frames(diarizer)
     rows = {}
-    for file in load(sets):
+    for file in load(sets, dither):
         without, cpu = diarize(diarizer, file, check)
         _, again_cpu = diarize(diarizer, file, check)
         diarizer.voice_changes = cut
@@ -257,6 +259,8 @@ def main() -> int:
                         help="the window step, as a fraction of the window (default: offline.SEGMENTATION_STEP)")
     parser.add_argument("--params", type=json.loads, default={}, metavar="JSON",
                         help='OfflineSpeakerDiarization keyword arguments, e.g. \'{"bf16_lstm": true}\'')
+    parser.add_argument("--dither", type=int, default=None, metavar="SEED",
+                        help="add one 16-bit step of triangular dither to every file (speaker_count_sets.dithered)")
     parser.add_argument("--sweep", action="store_true", help="the count check's settings on the tuned-on files")
     parser.add_argument("--table", nargs="?", const=ROOT / "results" / "speaker_count.json", type=Path,
                         help="print the markdown table of a results file and stop")
@@ -274,7 +278,7 @@ def main() -> int:
         sets = tuple(s for s in (args.sets.split(",") if args.sets else SETS) if not (args.skip_long and s == "long"))
         params = {**args.params, **({} if args.segmentation_step is None else
                                     {"segmentation_step": args.segmentation_step})}
-        result = evaluate(args.threads, sets, args.count_check, args.voice_changes, params)
+        result = evaluate(args.threads, sets, args.count_check, args.voice_changes, params, args.dither)
         out = args.out or ROOT / "results" / "speaker_count.json"
         print(table(result))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ the Japanese meeting's two women (``reference_similarity``).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from dataclasses import dataclass
@@ -42,14 +43,26 @@ class Recording:
         return len(self.samples) / 16000
 
 
-def load(sets: tuple[str, ...] = SETS) -> list[Recording]:
+def load(sets: tuple[str, ...] = SETS, dither: int | None = None) -> list[Recording]:
+    """The recordings of ``sets``; with ``dither`` (a seed), each with the 16-bit requantisation noise of
+    ``dithered`` added."""
     files = []
     for name in sets:
         files += _clips_joined() if name == "negatives" else []
         for audio, rttm in _paths(name):
             stem = "pyannote_sample" if rttm.stem == "sample" else rttm.stem  # as evaluate_diarization.py
             files.append(Recording(stem, name, decode(audio), read_rttm(rttm), shown(audio)))
-    return sorted(files, key=lambda f: (SETS.index(f.set), f.name))
+    files = sorted(files, key=lambda f: (SETS.index(f.set), f.name))
+    return files if dither is None else [dithered(f, dither) for f in files]
+
+
+def dithered(file: Recording, seed: int) -> Recording:
+    """``file`` with triangular dither of one 16-bit step added: the noise of writing the same recording
+    to 16-bit audio again (96 dB below full scale, below the files' own quantisation). How far DER moves
+    under it is how far any change to the diarizer's arithmetic can move it by chance."""
+    rng = np.random.default_rng([seed, *file.name.encode()])
+    noise = (rng.random(len(file.samples)) - rng.random(len(file.samples))) / 32768
+    return dataclasses.replace(file, samples=(file.samples + noise).astype(np.float32))
 
 
 def _paths(name: str) -> list[tuple[Path, Path]]:
