@@ -13,10 +13,9 @@ the Japanese meeting's two women (``reference_similarity``).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -58,11 +57,11 @@ def load(sets: tuple[str, ...] = SETS, dither: int | None = None) -> list[Record
 
 def dithered(file: Recording, seed: int) -> Recording:
     """``file`` with triangular dither of one 16-bit step added: the noise of writing the same recording
-    to 16-bit audio again (96 dB below full scale, below the files' own quantisation). How far DER moves
-    under it is how far any change to the diarizer's arithmetic can move it by chance."""
+    to 16-bit audio again (96 dB below full scale, the size of the files' own quantisation step). How far
+    DER moves under it is how far any change to the diarizer's arithmetic can move it by chance."""
     rng = np.random.default_rng([seed, *file.name.encode()])
     noise = (rng.random(len(file.samples)) - rng.random(len(file.samples))) / 32768
-    return dataclasses.replace(file, samples=(file.samples + noise).astype(np.float32))
+    return replace(file, samples=(file.samples + noise).astype(np.float32))
 
 
 def _paths(name: str) -> list[tuple[Path, Path]]:
