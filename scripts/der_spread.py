@@ -31,8 +31,7 @@ def load_runs(paths: list[Path]) -> tuple[dict, list[dict]]:
     for path in paths:
         result = json.loads(path.read_text())
         runs[result.get("dither_seed")] = result["files"]
-        settings.append({key: result.get(key) for key in ("dither_seed", "segmentation_step", "bf16_lstm",
-                                                          "torch_threads", "voice_changes")})
+        settings.append({key: value for key, value in result.items() if key not in ("files", "summary", "metric")})
     return runs, settings
 
 
@@ -51,8 +50,10 @@ def set_means(files: dict) -> dict:
 def spread(variants: dict[str, dict]) -> dict:
     names = list(variants)
     reference = variants[names[0]]
-    runs = {name: {str(seed): set_means(files) for seed, files in sorted(v.items(), key=lambda kv: kv[0] or -1)}
-            for name, v in variants.items()}
+    def in_order(runs: dict) -> list:  # the files as they are first, then by seed
+        return sorted(runs.items(), key=lambda kv: -1 if kv[0] is None else kv[0])
+
+    runs = {name: {str(seed): set_means(files) for seed, files in in_order(v)} for name, v in variants.items()}
     comparisons = {}
     for name in names[1:]:
         shared = [seed for seed in variants[name] if seed in reference]

@@ -7,7 +7,7 @@ on a 24 s tile, each as operations per second. Operations: torch's FlopCounterMo
 and linear layers, the LSTM's by its shapes (it counts no LSTM). The floor for SECONDS of audio: every
 segmentation window (step 1 s) through the model after the shared first layer, the first layer once over
 the input, and CAM++'s trunk once over the input with no tile context, all at the matrix product's rate.
-Medians of five runs of each, alternated. Writes results/diarization_arithmetic_floor.json.
+Medians of five runs of each, interleaved (bench.measure). Writes results/diarization_arithmetic_floor.json.
 
     HF_HUB_OFFLINE=1 .venv/bin/python -m scripts.measure_arithmetic_floor [SECONDS]
 """
@@ -15,14 +15,12 @@ Medians of five runs of each, alternated. Writes results/diarization_arithmetic_
 from __future__ import annotations
 
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from bench.measure import loadavg
+from bench.measure import interleaved, loadavg
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "results" / "diarization_arithmetic_floor.json"
@@ -53,13 +51,6 @@ def counted_flops(call) -> int:
     return counter.get_total_flops()
 
 
-def cpu_seconds(call) -> float:
-    started = time.thread_time()
-    with torch.inference_mode():
-        call()
-    return time.thread_time() - started
-
-
 def main(seconds: float) -> None:
     from whisper_endpoint.diarization.loader import load_diarizer
     from whisper_endpoint.diarization.shared_sincnet import _after_sincnet, _sincnet_rest
@@ -70,7 +61,7 @@ def main(seconds: float) -> None:
     network = pipeline.embedding_network
     encoder = model.sincnet.conv1d[0]
     with torch.inference_mode():
-        filters, taps = encoder.get_filters().shape[0], encoder.get_filters().shape[-1]
+        filters, _, taps = encoder.get_filters().shape
     window = round(WINDOW_S * RATE)
     groups = ((window - taps) // encoder.stride + 1) // model.sincnet.pool1d[0].kernel_size
     pooled = torch.rand(SPAN, filters, groups)
@@ -92,13 +83,11 @@ def main(seconds: float) -> None:
         "lstm_span": lambda: model.lstm(features.expand(SPAN, -1, -1).transpose(1, 2).contiguous()),
         "campplus_trunk_tile": lambda: trunk(fbank),
     }
-    for call in calls.values():
-        cpu_seconds(call)  # warm-up
-    seen = {name: [] for name in calls}
-    for _ in range(RUNS):
-        for name, call in calls.items():
-            seen[name].append(cpu_seconds(call))
-    rates = {name: round(flops[name] / statistics.median(times) / 1e9, 1) for name, times in seen.items()}
+    with torch.inference_mode():
+        for call in calls.values():
+            call()  # warm-up
+        seen = interleaved(calls, RUNS)
+    rates = {name: round(flops[name] / row["median_cpu_s"] / 1e9, 1) for name, row in seen.items()}
     peak = rates["matmul_float32"] * 1e9
 
     # The model after the shared first layer, per window: SincNet's later layers, the LSTM, linear + classifier.
