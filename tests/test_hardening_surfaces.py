@@ -21,7 +21,7 @@ import requests
 from tests.serving_helpers import live_server, wait_until
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.jobs.callbacks import MAX_RESPONSE_HEAD, deliver
-from whisper_endpoint.jobs.worker import CALLBACK_CONCURRENCY
+from whisper_endpoint.jobs.deliveries import CALLBACK_CONCURRENCY
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 

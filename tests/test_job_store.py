@@ -8,6 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -67,6 +68,56 @@ def test_a_lease_keeps_a_job_on_its_server_until_it_expires_and_only_its_holder_
     assert store.get("j").status == "running"
     assert store.succeed("j", {"text": "b's"}, "b") and not store.succeed("j", {"text": "again"}, "b")
     assert store.get("j").result == {"text": "b's"}
+
+
+def test_a_callback_is_owed_until_delivered_under_its_jobs_lease_whichever_server_delivers_it(store):
+    """Issue 60: finishing keeps the lease for the delivery; a stopping server gives it back, a dead one's
+    lapses; only the holder counts a failed attempt or records the outcome."""
+    store.add("j", "audio/flac", {}, "/x/j", "https://hooks.example/done")
+    store.add("quiet", "audio/flac", {}, "/x/q", None)
+    store.add("crashy", "audio/flac", {}, "/x/c", "https://hooks.example/done")
+    store.claim_next("a", 10)
+    assert store.succeed("j", {"text": "x"}, "a")
+    assert (store.get("j").callback_status, store.get("j").callback_attempts) == ("pending", 0)
+    assert store.renew("a", ["j"], 10) == {"j"} and store.claim_callbacks("b", 10) == []  # a delivers it
+    store.callback_failed("j", "a")
+    store.callback_failed("j", "b")  # not b's to count
+    store.release_callback("j", "a")  # a shuts down during its second attempt, which is not counted
+    (taken,) = store.claim_callbacks("b", 10)
+    assert (taken.id, taken.callback_attempts, taken.result) == ("j", 1, {"text": "x"})
+    assert store.claim_callbacks("c", 10, now=time.time() + 5) == []
+    assert [job.id for job in store.claim_callbacks("c", 10, now=time.time() + 11)] == ["j"]  # b died
+    store.set_callback_status("j", "delivered", "b")  # b was only stalled: c's delivery decides
+    assert store.get("j").callback_status == "pending"
+    store.set_callback_status("j", "delivered", "c")
+    assert store.get("j").callback_status == "delivered"
+    store.claim_next("a", 10)
+    assert store.succeed("quiet", {"text": "y"}, "a") and store.get("quiet").callback_status is None
+    store.claim_next("a", 10)  # and the process dies, too often: the job fails, its callback is owed
+    assert store.recover(max_attempts=1, everyone=True)[1][0].callback_status == "pending"
+    assert [job.id for job in store.claim_callbacks("d", 10, everyone=True)] == ["crashy"]  # j is delivered
+
+
+def test_a_database_from_before_callbacks_were_kept_owes_those_never_delivered(tmp_path):
+    path = tmp_path / "v2.sqlite"
+    old = sqlite3.connect(path)
+    for statement in [text.format(real="REAL") for migration in schema.MIGRATIONS[:2] for text in migration]:
+        old.execute(statement)
+    old.execute(schema.VERSION_TABLE)
+    old.execute("INSERT INTO schema_version (version) VALUES (2)")
+    rows = [("cut", "succeeded", "https://h.example/x", None), ("done", "failed", "https://h.example/x", "delivered"),
+            ("none", "succeeded", None, None), ("waiting", "queued", "https://h.example/x", None)]
+    old.executemany("INSERT INTO jobs (id, status, media_type, parameters, input_path, callback_url, callback_status, "
+                    "created_at) VALUES (?, ?, 'audio/flac', '{}', '/x', ?, ?, 1.0)", rows)
+    old.commit()
+    old.close()
+    store = open_store(path)
+    try:
+        assert {job_id: store.get(job_id).callback_status for job_id, *_ in rows} == {
+            "cut": "pending", "done": "delivered", "none": None, "waiting": None}
+        assert [job.id for job in store.claim_callbacks("a", 10, everyone=True)] == ["cut"]
+    finally:
+        store.close()
 
 
 def test_concurrent_claims_from_two_connections_take_every_job_once(db):

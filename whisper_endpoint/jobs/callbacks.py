@@ -2,6 +2,9 @@
 
 SageMaker async inference's success/error notifications, as a plain webhook: the body is what
 GET /jobs/{id} answers. Tried ``attempts`` times, 1 s, 2 s, 4 s ... apart; any 2xx counts as delivered.
+A callback owed when the server stops is delivered again after the restart (the worker keeps its state in
+the store), so a receiver may get one twice: every delivery carries ``Idempotency-Key: <job id>:<status>``,
+the same each time, besides the job's id in the body.
 
 A stranger's callback must not make the server call its own network (server-side request forgery):
 the host is resolved once, every address it has must be public (unless JOBS_CALLBACK_ALLOW_INTERNAL),
@@ -24,7 +27,8 @@ import json
 import logging
 import socket
 import ssl
-from urllib.parse import SplitResult, unquote, urlsplit
+from collections.abc import Awaitable, Callable
+from urllib.parse import SplitResult, unquote, unquote_plus, urlsplit
 
 import certifi
 import h11
@@ -60,6 +64,27 @@ def url_problem(url: str, *, allow_internal: bool) -> str | None:
     return None
 
 
+def credentials(url: str) -> list[str]:
+    """What in a callback URL may be a webhook's secret, as written and decoded, for the logs to mask: the
+    user info, and the path segments and query values that look like tokens (8+ characters with a letter
+    and a digit, or 16+): ``/services/T0123456/B0123456/xyz...`` but not ``/hooks/transcripts``."""
+    parts = urlsplit(url)
+    found = [value for value in (parts.username, parts.password) if value]
+    values = [pair.partition("=")[2] for pair in parts.query.split("&")]
+    found += [part for part in (*parts.path.split("/"), *values) if _token_like(unquote_plus(part))]
+    return [*found, *(unquote(value) for value in found), *(unquote_plus(value) for value in found)]
+
+
+def _token_like(value: str) -> bool:
+    mixed = any(ch.isalpha() for ch in value) and any(ch.isdigit() for ch in value)
+    return len(value) >= 16 or (len(value) >= 8 and mixed)
+
+
+def idempotency_key(body: dict) -> str:
+    """The same for every delivery of one job's callback: a receiver drops a second one it already has."""
+    return f"{body.get('id')}:{body.get('status')}"
+
+
 def _first_internal(addresses: list) -> str | None:
     """The first loopback, private, link-local or otherwise non-public address, else None."""
     return next((str(ip) for ip in addresses if _internal(ip)), None)
@@ -91,8 +116,10 @@ def _resolved(host: str) -> list:
         return []
 
 
-async def deliver(url: str, body: dict, *, timeout_s: float, attempts: int, allow_internal: bool = False) -> str:
-    """POST ``body`` to ``url``; returns the status recorded with the job."""
+async def deliver(url: str, body: dict, *, timeout_s: float, attempts: int, allow_internal: bool = False,
+                  failed: Callable[[], Awaitable[None]] | None = None) -> str:
+    """POST ``body`` to ``url``; returns the status recorded with the job. ``failed`` is awaited after each
+    attempt that failed (the worker counts them in the store); one cancelled midway (shutdown) is not."""
     parts = urlsplit(url)
     try:  # once: every attempt goes to the address checked here (the lookup runs on the loop's executor)
         addresses = await asyncio.wait_for(
@@ -105,23 +132,24 @@ async def deliver(url: str, body: dict, *, timeout_s: float, attempts: int, allo
         return f"refused: internal address {internal} (JOBS_CALLBACK_ALLOW_INTERNAL)"
     if not addresses:
         return "failed: the callback's host does not resolve"
-    data = json.dumps(body).encode()
-    problem = ""
+    data, key = json.dumps(body).encode(), idempotency_key(body)
+    problem = "no attempt left (JOBS_CALLBACK_ATTEMPTS)"
     for attempt in range(attempts):
         if attempt:
             await asyncio.sleep(2 ** (attempt - 1))
         try:
             async with asyncio.timeout(timeout_s):  # the whole exchange, however slowly the bytes come
-                status = await _post(parts, str(addresses[0]), data)
+                status = await _post(parts, str(addresses[0]), data, key)
         except TimeoutError:
             problem = f"no answer within {timeout_s:g} s (JOBS_CALLBACK_TIMEOUT_S)"
-            continue
         except (OSError, h11.ProtocolError, _TooLarge) as exc:
             problem = str(exc) if isinstance(exc, _TooLarge) else type(exc).__name__
-            continue
-        if 200 <= status < 300:
-            return "delivered"
-        problem = f"HTTP {status}"
+        else:
+            if 200 <= status < 300:
+                return "delivered"
+            problem = f"HTTP {status}"
+        if failed is not None:
+            await failed()
     logger.warning("job %s: callback not delivered after %d attempts (%s)", body.get("id"), attempts, problem)
     return f"failed: {problem}"
 
@@ -130,7 +158,7 @@ class _TooLarge(Exception):
     pass
 
 
-async def _post(parts: SplitResult, address: str, data: bytes) -> int:
+async def _post(parts: SplitResult, address: str, data: bytes, key: str) -> int:
     """POST ``data`` as JSON to the URL ``parts`` on ``address``: the answer's status (its body unread)."""
     host = parts.hostname or ""
     https = parts.scheme == "https"
@@ -142,7 +170,7 @@ async def _post(parts: SplitResult, address: str, data: bytes) -> int:
         connection = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_RESPONSE_HEAD)
         path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         headers = [("Host", _host_header(host, parts.port)), ("Content-Type", "application/json"),
-                   ("Content-Length", str(len(data))), ("Connection", "close")]
+                   ("Content-Length", str(len(data))), ("Idempotency-Key", key), ("Connection", "close")]
         if parts.username is not None:  # user info in the URL: basic authentication, as browsers and requests do
             user = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
             headers.append(("Authorization", "Basic " + base64.b64encode(user).decode()))

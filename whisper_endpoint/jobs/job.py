@@ -9,6 +9,8 @@ from dataclasses import dataclass, fields
 from urllib.parse import urlsplit, urlunsplit
 
 QUEUED, RUNNING, SUCCEEDED, FAILED = "queued", "running", "succeeded", "failed"
+# A finished job's callback: owed until "delivered" or "failed: ..." / "refused: ..." (kept across restarts).
+PENDING = "pending"
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,7 @@ class Job:
     input_path: str
     callback_url: str | None
     callback_status: str | None
+    callback_attempts: int  # deliveries that failed (an attempt a shutdown cut off is not spent)
     attempts: int
     created_at: float
     started_at: float | None

@@ -31,6 +31,12 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE jobs ADD COLUMN lease_owner TEXT",
         "ALTER TABLE jobs ADD COLUMN lease_expires {real}",
     ),
+    (  # a callback owed survives a restart (issue 60): pending until delivered or its attempts are spent.
+        # A finished job whose callback never got a status was cut off by a stop: it is owed too.
+        "ALTER TABLE jobs ADD COLUMN callback_attempts INTEGER NOT NULL DEFAULT 0",
+        "UPDATE jobs SET callback_status = 'pending' WHERE callback_url IS NOT NULL AND callback_status IS NULL "
+        "AND status IN ('succeeded', 'failed')",
+    ),
 )
 VERSION = len(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

@@ -7,6 +7,11 @@ server stops it to shut down, or when its lease expires. A server running a job 
 server died, SIGKILL and all) is queued again by any server, or failed once it has been started
 ``max_attempts`` times. A job finishes only for the server holding its lease, so it finishes once
 (one callback) even when a stalled server's lease was taken over. Every change is one statement.
+
+A finished job with a callback URL owes its callback (``callback_status`` ``pending``) until it is
+delivered or its ``callback_attempts`` are spent, and its lease then covers the delivery: the finishing
+server keeps it and renews it while it delivers; one that stops releases it, one that dies lets it lapse,
+and any server (at start-up: every pending one, on SQLite) claims it again and delivers (issue 60).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import json
 import time
 from collections.abc import Iterable
 
-from whisper_endpoint.jobs.job import FAILED, QUEUED, RUNNING, SUCCEEDED, Job
+from whisper_endpoint.jobs.job import FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, Job
 
 
 class SqlJobStore:
@@ -62,15 +67,16 @@ class SqlJobStore:
         )
 
     def renew(self, owner: str, job_ids: Iterable[str], lease_s: float) -> set[str]:
-        """Extend ``owner``'s leases on ``job_ids``; returns those it still holds (a job missing was
-        deleted, or its lease expired and it went to another server: stop it)."""
+        """Extend ``owner``'s leases on ``job_ids`` (running, or delivering their callback); returns those it
+        still holds (a job missing was deleted, or its lease expired and it went to another server: stop it)."""
         ids = list(job_ids)
         if not ids:
             return set()
         marks = ", ".join("?" * len(ids))
         rows, _ = self._run(
-            f"UPDATE jobs SET lease_expires = ? WHERE lease_owner = ? AND status = ? AND id IN ({marks}) RETURNING id",
-            (time.time() + lease_s, owner, RUNNING, *ids),
+            "UPDATE jobs SET lease_expires = ? WHERE lease_owner = ? AND (status = ? OR callback_status = ?) "
+            f"AND id IN ({marks}) RETURNING id",
+            (time.time() + lease_s, owner, RUNNING, PENDING, *ids),
         )
         return {row["id"] for row in rows}
 
@@ -82,10 +88,11 @@ class SqlJobStore:
         return self._finish(job_id, owner, FAILED, error=json.dumps(error))
 
     def _finish(self, job_id: str, owner: str, status: str, result: str | None = None, error: str | None = None) -> bool:
+        # With a callback the lease stays: it now covers the delivery.
         return self._run(
-            "UPDATE jobs SET status = ?, finished_at = ?, result = ?, error = ?, lease_owner = NULL, "
-            "lease_expires = NULL WHERE id = ? AND status = ? AND lease_owner = ?",
-            (status, time.time(), result, error, job_id, RUNNING, owner),
+            f"UPDATE jobs SET status = ?, finished_at = ?, result = ?, error = ?, {_OWED} "
+            "WHERE id = ? AND status = ? AND lease_owner = ?",
+            (status, time.time(), result, error, PENDING, job_id, RUNNING, owner),
         )[1] == 1
 
     def requeue(self, job_id: str, owner: str) -> None:
@@ -97,8 +104,37 @@ class SqlJobStore:
             (QUEUED, job_id, RUNNING, owner),
         )
 
-    def set_callback_status(self, job_id: str, status: str) -> None:
-        self._run("UPDATE jobs SET callback_status = ? WHERE id = ?", (status, job_id))
+    def claim_callbacks(self, owner: str, lease_s: float, *, everyone: bool = False,
+                        now: float | None = None) -> list[Job]:
+        """The finished jobs whose callback is owed and whose lease is free or expired (``everyone``: all of
+        them, when this process is the store's only user and has just started), now leased to ``owner``."""
+        now = now if now is not None else time.time()
+        cutoff = float("inf") if everyone else now
+        return self._rows(
+            "UPDATE jobs SET lease_owner = ?, lease_expires = ? WHERE callback_status = ? AND status IN (?, ?) "
+            "AND (lease_owner IS NULL OR COALESCE(lease_expires, 0) < ?) RETURNING *",
+            (owner, now + lease_s, PENDING, SUCCEEDED, FAILED, cutoff),
+        )
+
+    def callback_failed(self, job_id: str, owner: str) -> None:
+        """One delivery of ``owner``'s failed: one of the callback's attempts spent."""
+        self._run("UPDATE jobs SET callback_attempts = callback_attempts + 1 WHERE id = ? AND lease_owner = ? "
+                  "AND callback_status = ?", (job_id, owner, PENDING))
+
+    def set_callback_status(self, job_id: str, status: str, owner: str) -> None:
+        """The delivery's outcome (``delivered``, ``failed: ...``): no longer owed, the lease given up."""
+        self._run("UPDATE jobs SET callback_status = ?, lease_owner = NULL, lease_expires = NULL "
+                  "WHERE id = ? AND lease_owner = ? AND callback_status = ?", (status, job_id, owner, PENDING))
+
+    def release_callback(self, job_id: str, owner: str) -> None:
+        """``owner`` stops delivering (it shuts down): still owed, for any server to claim."""
+        self._run("UPDATE jobs SET lease_owner = NULL, lease_expires = NULL WHERE id = ? AND lease_owner = ? "
+                  "AND callback_status = ?", (job_id, owner, PENDING))
+
+    def callback_urls(self) -> dict[str, str]:
+        """Every kept job's callback URL, by job id (their credentials are masked in the logs)."""
+        rows, _ = self._run("SELECT id, callback_url FROM jobs WHERE callback_url IS NOT NULL")
+        return {row["id"]: row["callback_url"] for row in rows}
 
     def recover(self, max_attempts: int, *, everyone: bool = False, now: float | None = None) -> tuple[int, list[Job]]:
         """Running jobs whose lease has expired (``everyone``: all running jobs, when this process is the
@@ -110,10 +146,11 @@ class SqlJobStore:
             "code": "interrupted", "status": 500,
         })
         expired = "status = ? AND COALESCE(lease_expires, 0) < ?"
-        failed = self._rows(
-            "UPDATE jobs SET status = ?, finished_at = ?, error = ?, lease_owner = NULL, lease_expires = NULL "
-            f"WHERE {expired} AND attempts >= ? RETURNING *",
-            (FAILED, time.time(), error, RUNNING, cutoff, max_attempts),
+        failed = self._rows(  # with a callback: owed, for claim_callbacks (its lease free)
+            "UPDATE jobs SET status = ?, finished_at = ?, error = ?, lease_owner = NULL, lease_expires = NULL, "
+            f"callback_status = CASE WHEN callback_url IS NULL THEN NULL ELSE ? END WHERE {expired} "
+            "AND attempts >= ? RETURNING *",
+            (FAILED, time.time(), error, PENDING, RUNNING, cutoff, max_attempts),
         )
         requeued = self._run(
             f"UPDATE jobs SET status = ?, started_at = NULL, lease_owner = NULL, lease_expires = NULL WHERE {expired}",
@@ -133,6 +170,12 @@ class SqlJobStore:
         return self._rows(
             "DELETE FROM jobs WHERE status IN (?, ?) AND finished_at < ? RETURNING *", (SUCCEEDED, FAILED, cutoff)
         )
+
+
+# A finishing job: its callback owed (and its lease kept for the delivery) when it has one.
+_OWED = ("callback_status = CASE WHEN callback_url IS NULL THEN NULL ELSE ? END, "
+         "lease_owner = CASE WHEN callback_url IS NULL THEN NULL ELSE lease_owner END, "
+         "lease_expires = CASE WHEN callback_url IS NULL THEN NULL ELSE lease_expires END")
 
 
 def _plain(value):

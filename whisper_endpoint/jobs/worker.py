@@ -11,6 +11,8 @@ its job queued again all the same). A job still running when the process dies st
 and is queued again at the next start (SQLite: this process is the file's only user) or once its lease
 expires (PostgreSQL: any server). The heartbeat renews the leases of this server's running jobs; a job
 whose lease it no longer holds (deleted through another server, or taken over) stops at its next window.
+Callbacks are ``deliveries``' (owed in the store until delivered: a restart does not lose them); the
+heartbeat renews their leases too.
 """
 
 from __future__ import annotations
@@ -31,14 +33,13 @@ from whisper_endpoint.adapters.http import as_endpoint_error
 from whisper_endpoint.core.decode_context import DISCONNECTED, SHUTDOWN, DecodeContext, DecodeStopped
 from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.jobs import stored
-from whisper_endpoint.jobs.callbacks import deliver
+from whisper_endpoint.jobs.deliveries import Deliveries, Secrets
 from whisper_endpoint.jobs.settings import JobSettings
-from whisper_endpoint.jobs.store import QUEUED, Job, JobStore, open_store
+from whisper_endpoint.jobs.store import PENDING, QUEUED, Job, JobStore, open_store
 from whisper_endpoint.jobs.uploads import DiskBudget
 
 logger = logging.getLogger(__name__)
 
-CALLBACK_CONCURRENCY = 32  # callbacks in flight at once (open sockets); the rest wait
 # A shared uploads folder: another server may be receiving a file whose job row is not stored yet, so
 # only uploads left this long unwritten count as orphans at start-up.
 SHARED_SWEEP_GRACE_S = 3600
@@ -48,7 +49,8 @@ UPLOAD_LOST = {"error": "the job's upload is missing on the server", "code": "up
 class Jobs:
     """The store, the uploads folder and the worker tasks of one server."""
 
-    def __init__(self, settings: JobSettings, service):
+    def __init__(self, settings: JobSettings, service, secrets: Secrets | None = None):
+        """``secrets``: where callback credentials go to be masked in the logs (``serving.redaction``)."""
         self.settings = settings
         self.service = service
         self.store: JobStore | None = None
@@ -59,8 +61,7 @@ class Jobs:
         self._stopping = False
         self._tasks: list[asyncio.Task] = []
         self._leases: asyncio.Task | None = None
-        self._callbacks: set[asyncio.Task] = set()
-        self._callback_slots = asyncio.Semaphore(CALLBACK_CONCURRENCY)
+        self.deliveries = Deliveries(settings, self.owner, secrets)
         self.disk = DiskBudget(settings.max_disk_bytes)
         self._uploading = 0  # submissions between their queue check and their row: counted as queued
         self._admission = asyncio.Lock()
@@ -78,9 +79,12 @@ class Jobs:
         swept, self.disk.used = await anyio.to_thread.run_sync(self._sweep)
         if swept:
             logger.info("jobs: %d upload(s) without a job removed (a crash between an upload and its job)", swept)
-        # The only user of its file has just started: every running job was interrupted. A shared store:
-        # only those whose lease expired (the others' servers are alive).
+        self.deliveries.store = self.store
+        await self.deliveries.hold_stored_secrets()
+        # The only user of its file has just started: every running job was interrupted, every callback
+        # owed was cut off. A shared store: only those whose lease expired (the others' servers are alive).
         await self._recover(everyone=not self.store.shared)
+        await self.deliveries.claim(everyone=not self.store.shared)
         self._tasks = [
             asyncio.create_task(self._run(), name=f"job-worker-{n}") for n in range(self.settings.concurrency)
         ]
@@ -98,7 +102,8 @@ class Jobs:
                 logger.warning("a job did not stop within JOBS_STOP_TIMEOUT_S; queued again, its window dropped")
                 task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)  # their jobs queued again, under their lease
-        others = [*self._callbacks, *([self._leases] if self._leases else [])]
+        await self.deliveries.stop()  # their callbacks still owed, for the next start or another server
+        others = [self._leases] if self._leases else []
         for task in others:
             task.cancel()
         await asyncio.gather(*others, return_exceptions=True)
@@ -149,11 +154,18 @@ class Jobs:
         self._wake.set()
 
     def cancel(self, job_id: str) -> None:
-        """A deleted job that is running stops at its next window (its outcome has nowhere to go);
-        its worker then takes the next job."""
+        """A job this server no longer holds (deleted, or taken over): if running it stops at its next
+        window (its outcome has nowhere to go; its worker then takes the next job); a callback being
+        delivered stops."""
         context = self.running.get(job_id)
         if context is not None:
             context.cancel(DISCONNECTED)  # the job's owner is gone from it, as a client that disconnects
+        self.deliveries.cancel(job_id)
+
+    def forget(self, job_id: str) -> None:
+        """A deleted job: stopped as ``cancel`` does, its callback's credentials masked no longer."""
+        self.cancel(job_id)
+        self.deliveries.forget(job_id)
 
     def progress(self, job_id: str) -> dict | None:
         """A running job's progress: ``stage`` (queued, decoding, diarizing), ``windows_done``, ``windows_total``."""
@@ -245,24 +257,15 @@ class Jobs:
         if job is None:  # deleted while it ran
             return
         await self.remove_upload(Path(job.input_path))
-        if job.callback_url:
-            task = asyncio.create_task(self._callback(job))
-            self._callbacks.add(task)
-            task.add_done_callback(self._callbacks.discard)
-
-    async def _callback(self, job: Job) -> None:
-        # asyncio, not a thread: a host that never answers holds a socket, not one of the threads the
-        # store, the uploads and the page's files need; past CALLBACK_CONCURRENCY callbacks wait their turn.
-        async with self._callback_slots:
-            status = await deliver(job.callback_url, job.public(), timeout_s=self.settings.callback_timeout_s,
-                                   attempts=self.settings.callback_attempts,
-                                   allow_internal=self.settings.callback_allow_internal)
-        await anyio.to_thread.run_sync(self.store.set_callback_status, job.id, status)
+        if job.callback_status == PENDING:  # this server's lease covers the delivery
+            self.deliveries.start(job)
 
     async def _expire(self) -> None:
         for job in await anyio.to_thread.run_sync(self.store.expire, self.settings.ttl_s):
+            self.deliveries.forget(job.id)
             await self.remove_upload(Path(job.input_path))
         await self._recover(everyone=False)
+        await self.deliveries.claim(everyone=False)
 
     async def _recover(self, everyone: bool) -> None:
         """Queue again the running jobs whose server is gone (``everyone``: all running ones), failing
@@ -272,15 +275,15 @@ class Jobs:
         if requeued or failed:
             logger.info("jobs of a stopped server: %d queued again, %d failed (interrupted too often)",
                         requeued, len(failed))
-        for job in failed:
-            await self._finished(job.id)
+        for job in failed:  # their callbacks, owed, are claimed next
+            await self.remove_upload(Path(job.input_path))
 
     async def _heartbeat(self) -> None:
         """Renew this server's leases well before they expire; stop the jobs it no longer holds."""
         every = min(self.settings.poll_s, self.settings.lease_s / 3)
         while True:  # until stop() cancels it, once the workers have queued their jobs again
             await asyncio.sleep(every)
-            ids = list(self.running)
+            ids = [*self.running, *self.deliveries]
             try:
                 held = await anyio.to_thread.run_sync(self.store.renew, self.owner, ids, self.settings.lease_s)
             except Exception as exc:  # the database is away: the leases may lapse, the jobs then run elsewhere

@@ -63,7 +63,7 @@ def create_app(
     opener = partial(open_library, library_settings or LibrarySettings(), job_settings.db)
     handler, library = speakers_api.with_library(handler, opener)
     service = InferenceService(settings, handler, load, job_slots=job_slots, library=library, open_library=opener)
-    jobs = Jobs(job_settings, service) if job_settings.enabled else None
+    jobs = Jobs(job_settings, service, secrets=redaction) if job_settings.enabled else None
     api_keys = [key.get_secret_value() for key in settings.api_keys]
     redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys,
                        *job_settings.secrets()])

@@ -47,6 +47,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         limit, setting = ((jobs.settings.max_json_body_bytes, "JOBS_MAX_JSON_BODY_BYTES") if is_json(kind) else
                           (jobs.settings.max_body_bytes, "JOBS_MAX_BODY_BYTES"))
         job_id, path = jobs.new_upload()
+        jobs.deliveries.hold_secrets(job_id, callback)  # masked in the logs from here on
         taken = 0  # of JOBS_MAX_DISK_BYTES
         try:
             async with jobs.admitted():  # a place in JOBS_MAX_QUEUED from before the upload to its row
@@ -57,6 +58,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
                 taken = size
                 job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback)
         except BaseException:
+            jobs.deliveries.forget(job_id)
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(lambda: path.unlink(missing_ok=True))
                 jobs.disk.give(taken)
@@ -83,7 +85,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         job = await anyio.to_thread.run_sync(jobs.store.delete, job_id)
         if job is None:
             raise _not_found(job_id)
-        jobs.cancel(job_id)  # running: its decode stops at the next window
+        jobs.forget(job_id)  # running: its decode stops at the next window; a callback owed is dropped
         await jobs.remove_upload(Path(job.input_path))
         return Response(status_code=204)
 
