@@ -149,7 +149,7 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
     import torch
     from pyannote.core import Timeline
 
-    from whisper_endpoint.diarization import turn_check
+    from whisper_endpoint.diarization import pooled, turn_check
 
     pipeline = embedded.pipeline
     output = pipeline({"waveform": torch.from_numpy(sample)[None], "sample_rate": 16000, "uri": "sample"})
@@ -159,7 +159,7 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
     other = next(name for name in labels if name != label)
     wrong = output.exclusive_speaker_diarization.copy()
     wrong[turn, track] = other
-    embed = pipeline.embedder(sample)
+    embed = pipeline.frames(sample).embedder(pooled.Trunk(pipeline.embedding_network))
     assert turn_check.moves(output.exclusive_speaker_diarization, labels, output.speaker_embeddings, embed) == []
     found = turn_check.moves(wrong, labels, output.speaker_embeddings, embed)
     assert found == [turn_check.Move(turn, other, label)]
@@ -267,22 +267,15 @@ def test_hub_id_and_local_directory_build_the_same_pipeline(tmp_path, checkpoint
     assert from_hub.diarize(excerpt) == from_dir.diarize(excerpt)
 
 
-def test_a_local_config_yaml_with_pooling_off_tells_the_speakers_apart(tmp_path, checkpoints, sample):
-    """``pooled_embeddings: false`` and ``pooled_turns: false`` bring back pyannote's one CAM++ pass per
-    (window, speaker) and CAM++ on each checked turn alone (the code before issue 19). Scored against the
-    sample's reference RTTM on the excerpt (6-22 s): DER 6.4% measured (one torch thread); the bound leaves
-    room for numeric differences across CPUs, and merging the two speakers would cost ~40%."""
-    (tmp_path / "config.yaml").write_text(offline_pipeline_yaml(
-        checkpoints, threshold=0.55, extra="    pooled_embeddings: false\n    pooled_turns: false\n"
-    ))
-    diarizer = load_diarizer(str(tmp_path), device="cpu")
-    assert diarizer.pipeline.tiling is None and not diarizer.pipeline.pooled_turns
-    excerpt = sample[16000 * 6 : 16000 * 22]
-    result = diarizer.diarize(excerpt)
-    assert_well_formed(result)
-    assert result.speakers == ["SPEAKER_00", "SPEAKER_01"] and result.warnings == []
-    rttm = os.path.join(pyannote_sample(), "sample.rttm")
-    assert der(result, rttm, 16, offset=6) < 0.10
+@pytest.mark.parametrize("option", ["pooled_embeddings: false", "pooled_turns: false", "segmentaton_step: 0.2"])
+def test_a_config_yaml_naming_an_option_the_pipeline_does_not_take_is_refused_naming_it(tmp_path, checkpoints,
+                                                                                         option):
+    """Options earlier versions took (CHANGELOG.md lists them) and typos: a clear load-time error naming
+    the option, not a TypeError."""
+    (tmp_path / "config.yaml").write_text(offline_pipeline_yaml(checkpoints, threshold=0.6, extra=f"    {option}\n"))
+    name = option.split(":")[0]
+    with pytest.raises(ModelLoadError, match=f"takes no {name}: remove it from the pipeline's config.yaml"):
+        load_diarizer(str(tmp_path), device="cpu")
 
 
 @pytest.mark.parametrize("reference, message", [

@@ -27,32 +27,21 @@ def segmentation_model():
     torch.set_num_threads(before)
 
 
-@pytest.fixture(scope="module")
-def onnx_rest(segmentation_model):
-    """The model after its first pooling on ONNX Runtime (segmentation_onnx.py), as the pipeline loads it."""
-    from whisper_endpoint.diarization import segmentation_onnx
-    from whisper_endpoint.diarization.campplus import segmentation_checkpoint
-
-    rest = segmentation_onnx.load(segmentation_model, segmentation_checkpoint())
-    assert rest is not None
-    return rest
-
-
-def _inferences(model, batch_size=4, rest=None):
+def _inferences(model, batch_size=4):
     from pyannote.audio.core.inference import Inference
 
     from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 
     kwargs = dict(duration=10.0, step=1.0, skip_aggregation=True, batch_size=batch_size)
-    return Inference(model, **kwargs), SharedSincInference(model, rest=rest, **kwargs)
+    return Inference(model, **kwargs), SharedSincInference(model, **kwargs)
 
 
-# whole steps, a padded last window, one short window; the rest on ONNX Runtime (an option) on the padded case
-@pytest.mark.parametrize(("seconds", "rest"), [(20.0, "torch"), (23.45, "torch"), (7.5, "torch"), (23.45, "onnx")])
-def test_segmentation_equals_pyannote(segmentation_model, onnx_rest, seconds, rest):
+# whole steps, a padded last window, one short window
+@pytest.mark.parametrize("seconds", [20.0, 23.45, 7.5])
+def test_segmentation_equals_pyannote(segmentation_model, seconds):
     samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")[: round(seconds * RATE)]
     file = {"waveform": torch.from_numpy(samples)[None], "sample_rate": RATE}
-    plain, shared = _inferences(segmentation_model, rest=onnx_rest if rest == "onnx" else None)
+    plain, shared = _inferences(segmentation_model)
     calls = []
     expected = plain(file)
     got = shared(file, hook=lambda **progress: calls.append(progress))
@@ -62,8 +51,7 @@ def test_segmentation_equals_pyannote(segmentation_model, onnx_rest, seconds, re
     assert calls[0]["completed"] == 0 and calls[-1]["completed"] == calls[-1]["total"] == len(expected.data)
 
 
-@pytest.mark.parametrize("rest", ["torch", "onnx"])
-def test_scores_within_tolerance(segmentation_model, onnx_rest, rest):
+def test_scores_within_tolerance(segmentation_model):
     """Before the powerset labels: each window's log-probabilities against PyanNet.forward's."""
     from whisper_endpoint.diarization.shared_sincnet import _after_first_pool, _FirstLayer
 
@@ -72,7 +60,7 @@ def test_scores_within_tolerance(segmentation_model, onnx_rest, rest):
     span = range(3, 19)  # a span that does not start at the input's first window
     with torch.inference_mode():
         pooled = layer.windows(layer.over(span), span.start, range(5, 9))
-        got = onnx_rest(pooled) if rest == "onnx" else _after_first_pool(segmentation_model, pooled)
+        got = _after_first_pool(segmentation_model, pooled)
         windows = torch.stack([samples[i * RATE: i * RATE + 10 * RATE] for i in range(5, 9)])[:, None]
         expected = segmentation_model(windows)
     assert float((got - expected).abs().max()) < SCORE_TOLERANCE
@@ -98,27 +86,3 @@ def test_the_shared_pooling_gives_each_windows_own_abs_and_pooling_bit_for_bit(s
             at = (i - span.start) * RATE // layer.stride
             expected.append(pool(torch.abs(output[:, at:at + layer.frames] * scale + shift * layer.filter_sums)))
     assert torch.equal(got, torch.stack(expected))
-
-
-def test_bf16_lstm_close_to_float32(segmentation_model):
-    """The opt-in bfloat16 LSTM (bf16_lstm.py) runs in the LSTM's place: not float32's output to the bit, but
-    nearly every window frame's hard labels the same. Where the CPU has no bfloat16 of its own, the pipeline
-    keeps float32's."""
-    from whisper_endpoint.diarization import bf16_lstm
-
-    assert bf16_lstm.for_pipeline(segmentation_model.lstm, asked=False) is None
-    lstm = bf16_lstm.for_pipeline(segmentation_model.lstm, asked=True)
-    if not bf16_lstm.native_bf16():
-        assert lstm is None
-        pytest.skip("this CPU has no bfloat16 arithmetic of its own")
-    samples = decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[: 30 * RATE]
-    file = {"waveform": torch.from_numpy(samples)[None], "sample_rate": RATE}
-    _, shared = _inferences(segmentation_model)
-    expected = shared(file).data
-    shared.lstm = lstm
-    got = shared(file).data
-    assert got.shape == expected.shape and got.dtype == expected.dtype
-    # (windows, frames, local speakers), hard labels: the same for nearly every frame
-    same = (got == expected).all(axis=-1).mean()
-    print(f"window frames labelled the same: {same:.4f}; values {np.unique(got)}")
-    assert not np.array_equal(got, expected) and same > 0.97, same

@@ -89,4 +89,3 @@ def test_options_come_from_the_pipeline_config():
     from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
 
     assert OfflineSpeakerDiarization(voice_changes={"similarity": 0.6}).voice_changes.similarity == 0.6
-    assert OfflineSpeakerDiarization(pooled_turns=False).voice_changes is None  # needs the pooled frames

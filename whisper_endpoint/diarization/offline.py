@@ -37,15 +37,7 @@ from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
 from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.core.errors import ModelLoadError
-from whisper_endpoint.diarization import (
-    bf16_lstm as bf16_lstm_module,
-    count_check,
-    pooled,
-    segmentation_onnx,
-    speech_fill,
-    turn_check,
-    voice_changes,
-)
+from whisper_endpoint.diarization import count_check, pooled, speech_fill, turn_check, voice_changes
 from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding, segmentation_checkpoint
 from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
 
@@ -92,18 +84,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       count_check: options of the speaker split (``CountCheckOptions`` as a dict, see
         count_check.py), or False to disable.
       voice_changes: options of the cut of turns holding two voices before the count check
-        (``VoiceChangeOptions`` as a dict, see voice_changes.py), or False to disable; needs
-        ``pooled_turns``.
-      pooled_embeddings: CAM++ run once over the input and pooled per window's speaker (pooled.py);
-        a dict of ``Tiling`` options, or False for pyannote's own one CAM++ pass per (window, speaker).
-      pooled_turns: the turn check pools the same frames (True) or runs CAM++ on each turn alone.
+        (``VoiceChangeOptions`` as a dict, see voice_changes.py), or False to disable.
       onnx: CAM++'s trunk on ONNX Runtime where it can be exported (CPU only; False: torch's, as on a GPU).
-      onnx_segmentation: the segmentation model after its first pooling on ONNX Runtime too (with ``onnx``;
-        ``segmentation_onnx.py``): the same hard labels, but no cheaper on average on the machine it was
-        measured on (0.85-1.10x per file), so off unless set.
-      bf16_lstm: the segmentation LSTM in bfloat16 on a CPU with bfloat16 arithmetic of its own
-        (``bf16_lstm.py``): about half its float32 time, but not the same labels, so off unless set. Not
-        where ``onnx_segmentation`` runs the model's rest, LSTM included.
       cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
@@ -120,14 +102,12 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         turn_check: float | bool = True,
         count_check: dict | bool = True,
         voice_changes: dict | bool = True,
-        pooled_embeddings: dict | bool = True,
-        pooled_turns: bool = True,
         onnx: bool = True,
-        onnx_segmentation: bool = False,
-        bf16_lstm: bool = False,
         token: str | None = None,
         cache_dir: str | Path | None = None,
+        **unknown,
     ):
+        _refuse_unknown(unknown)
         segmentation_path = Path(segmentation) if segmentation else segmentation_checkpoint()
         try:
             segmentation_model = Model.from_pretrained(str(segmentation_path), strict=False)
@@ -146,21 +126,16 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             embedding_batch_size=embedding_batch_size,
         )
         # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
-        rest = (segmentation_onnx.load(segmentation_model, segmentation_path, cache_dir)
-                if onnx and onnx_segmentation else None)
-        lstm = bf16_lstm_module.for_pipeline(segmentation_model.lstm, bf16_lstm and rest is None)
-        self.bf16_lstm = lstm is not None
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
-            skip_aggregation=True, batch_size=segmentation_batch_size, rest=rest, lstm=lstm,
+            skip_aggregation=True, batch_size=segmentation_batch_size,
         )
         self.embedding_network = network  # the same module pyannote embeds with (moved by .to(device))
         self.speech_fill = _fill_options(speech_fill)
         self.turn_check = _turn_check_option(turn_check)
         self.count_check = _count_check_option(count_check)
-        self.tiling = _tiling_option(pooled_embeddings)
-        self.pooled_turns = pooled_turns and self.tiling is not None
-        self.voice_changes = _voice_change_option(voice_changes) if self.pooled_turns else None
+        self.tiling = pooled.Tiling()
+        self.voice_changes = _voice_change_option(voice_changes)
         self.instantiate(copy.deepcopy(DEFAULT_PARAMS))
 
     def apply(self, file, num_speakers=None, min_speakers=None, max_speakers=None, hook=None, **kwargs):
@@ -185,9 +160,9 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             output = self._fill(samples, output)
         if self.turn_check is None and count_check is None:
             return output
-        if self.pooled_turns and frames is None:
-            frames = pooled.frames_of(pooled.Trunk(self.embedding_network), torch.from_numpy(samples), self.tiling)
-        embed = self.embedder(samples, frames)
+        if frames is None:
+            frames = self.frames(samples)
+        embed = frames.embedder(pooled.Trunk(self.embedding_network))
         if self.turn_check is not None:
             output = self._check_turns(output, embed)
         if count_check is not None:
@@ -199,7 +174,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
 
     def get_embeddings(self, file, binary_segmentations, exclude_overlap=False, hook=None):
         """One CAM++ pass over the input, pooled per (window, local speaker) mask (see pooled.py)."""
-        if self.tiling is None or self.training:
+        if self.training:
             return super().get_embeddings(file, binary_segmentations, exclude_overlap=exclude_overlap, hook=hook)
         window = binary_segmentations.sliding_window
         data = binary_segmentations.data
@@ -209,7 +184,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
         store, kept = None, _FRAMES.get()
         checks = self.turn_check is not None or self.count_check is not None
-        if self.pooled_turns and checks and kept is not None:
+        if checks and kept is not None:
             store = pooled.FrameStore(pooled.trunk_frames(len(waveform)))
             kept.append(store)
         return pooled.chunk_embeddings(pooled.Trunk(self.embedding_network), waveform, masks, self.tiling, store)
@@ -255,16 +230,9 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             return output
         return _moved(output, found.moves, dict(zip(labels, output.speaker_embeddings, strict=True)) | found.centroids)
 
-    def embedder(self, samples: np.ndarray, frames: pooled.FrameStore | None = None) -> Callable[[Segment], np.ndarray]:
-        """The speaker embedding of any stretch of ``samples`` (16 kHz), computed on the pipeline's device:
-        with ``pooled_turns``, pooled from CAM++'s frames over the whole input (``frames``, when the
-        embeddings step kept them), else CAM++ run on the stretch alone."""
-        if self.pooled_turns:
-            trunk = pooled.Trunk(self.embedding_network)
-            if frames is None:
-                frames = pooled.frames_of(trunk, torch.from_numpy(samples), self.tiling)
-            return frames.embedder(trunk)
-        return self._embed_alone(samples)
+    def frames(self, samples: np.ndarray) -> pooled.FrameStore:
+        """CAM++'s frames over the whole of ``samples`` (16 kHz); ``.embedder(trunk)`` embeds any stretch."""
+        return pooled.frames_of(pooled.Trunk(self.embedding_network), torch.from_numpy(samples), self.tiling)
 
     def _embed_alone(self, samples: np.ndarray) -> Callable[[Segment], np.ndarray]:
         """span -> CAM++ run on that stretch of ``samples`` alone (no neighbouring speech in its context)."""
@@ -290,6 +258,19 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             exclusive_speaker_diarization=speech_fill.fill(exclusive, pieces, assign),
             speaker_embeddings=output.speaker_embeddings,
         )
+
+
+def _refuse_unknown(options: dict) -> None:
+    """A config.yaml's parameter this pipeline does not take (a typo, or one an earlier version took and
+    CHANGELOG.md lists as removed): a load error naming it, not a TypeError."""
+    if options:
+        import inspect
+
+        taken = [name for name in inspect.signature(OfflineSpeakerDiarization.__init__).parameters
+                 if name not in ("self", "unknown")]
+        raise ModelLoadError(
+            f"the diarization pipeline takes no {', '.join(sorted(options))}: remove it from the pipeline's "
+            f"config.yaml (it takes {', '.join(taken)}; removed options are listed in CHANGELOG.md)")
 
 
 def _labels_with_centroids(output: DiarizeOutput) -> list[str] | None:
@@ -319,12 +300,6 @@ def _without_overlap(masks: np.ndarray) -> np.ndarray:
     clean = masks * (masks.sum(axis=2, keepdims=True) < 2)
     enough = clean.sum(axis=1, keepdims=True) > 0.01 * masks.shape[1]
     return np.where(enough, clean, masks)
-
-
-def _tiling_option(value: dict | bool) -> pooled.Tiling | None:
-    if value is False or value is None:
-        return None
-    return pooled.Tiling() if value is True else pooled.Tiling(**value)
 
 
 def _turn_check_option(value: float | bool) -> float | None:

@@ -44,17 +44,7 @@ SPAN_WINDOWS = 16
 
 
 class SharedSincInference(Inference):
-    """pyannote's Inference (skip_aggregation, as SpeakerDiarization makes it) with the shared first layer.
-
-    ``rest``: the model after its first layer's pooling on ONNX Runtime (``segmentation_onnx.py``), used on
-    CPU; None: torch's. ``lstm``: what runs the model's LSTM on CPU, called as it (``bf16_lstm.py``); None:
-    the model's own."""
-
-    def __init__(self, *args, rest: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                 lstm: Callable[[torch.Tensor], tuple] | None = None, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.rest = rest
-        self.lstm = lstm
+    """pyannote's Inference (skip_aggregation, as SpeakerDiarization makes it) with the shared first layer."""
 
     def slide(self, waveform: torch.Tensor, sample_rate: int, hook: Callable | None):
         window_size = self.model.audio.get_num_samples(self.duration)
@@ -90,12 +80,9 @@ class SharedSincInference(Inference):
         batches = [range(first, min(first + self.batch_size, span.stop))
                    for first in range(span.start, span.stop, self.batch_size)]
         with torch.inference_mode():
-            if self.rest is not None and self.device.type == "cpu":
-                return torch.cat([self.rest(layer.windows(pools, span.start, batch)) for batch in batches])
             features = [_sincnet_rest(self.model, layer.windows(pools, span.start, batch)) for batch in batches]
             # The LSTM and what follows on the whole span at once (see SPAN_WINDOWS).
-            lstm = self.lstm if self.device.type == "cpu" else None
-            return _after_sincnet(self.model, torch.cat(features), lstm)
+            return _after_sincnet(self.model, torch.cat(features))
 
     def _converted(self, scores: torch.Tensor) -> np.ndarray:
         return map_with_specifications(
@@ -189,10 +176,9 @@ def _sincnet_rest(model, pooled: torch.Tensor) -> torch.Tensor:
     return outputs
 
 
-def _after_sincnet(model, features: torch.Tensor, lstm: Callable | None = None) -> torch.Tensor:
-    """PyanNet.forward after SincNet: the LSTM (``lstm`` in its place where given), the linear layers and
-    the classifier."""
-    outputs, _ = (lstm or model.lstm)(features.transpose(1, 2))  # batch feature frame -> batch frame feature
+def _after_sincnet(model, features: torch.Tensor) -> torch.Tensor:
+    """PyanNet.forward after SincNet: the LSTM, the linear layers and the classifier."""
+    outputs, _ = model.lstm(features.transpose(1, 2))  # batch feature frame -> batch frame feature
     if model.hparams.linear["num_layers"] > 0:
         for linear in model.linear:
             outputs = F.leaky_relu(linear(outputs))
