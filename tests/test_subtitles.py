@@ -14,6 +14,7 @@ from tests.conftest import AUDIO, decode_reference, encode
 from tests.serving_helpers import live_server
 from whisper_endpoint import formats
 from whisper_endpoint.core.config import InferenceConfig, SubtitleOptions
+from whisper_endpoint.formats.cue_timing import MAX_LEAD_IN_S
 from whisper_endpoint.formats.readable import MIN_GAP_S, _width, words_of
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
@@ -127,6 +128,61 @@ def test_a_short_cue_stays_on_into_the_silence_but_never_over_the_next():
     assert times(first) == (0.0, round(0.5 - MIN_GAP_S, 3)) and times(second)[0] == 0.5
 
 
+def _turns(*turns: list[dict]) -> dict:
+    return {"speakers": [{"speaker": words[0]["speaker"], "words": words} for words in turns]}
+
+
+def test_a_cue_followed_at_once_takes_the_silence_before_it():
+    # Issue 60: such cues flashed by. "Yes." (0.35 s) is followed by Ann at once; the 1 s of silence
+    # before it gives it its minimum.
+    blocks = cue_blocks(srt(_turns(_words("We could take the train.", "Ann", 0.0), _words("Yes.", "Bob", 3.0),
+                                   _words("Or we could drive there.", "Ann", 3.35))))
+    assert [times(block) for block in blocks] == [(0.0, 1.95), (2.434, 3.267), (3.35, 5.3)]
+    # 42 characters want 2.1 s: they take the silence before them, up to MAX_LEAD_IN_S.
+    fast = cue_blocks(srt(_turns(_words("Unquestionably, categorically, absolutely.", "Ann", 5.0, 0.3),
+                                 _words("Right.", "Bob", 5.9))))
+    assert times(fast[0]) == (5.0 - MAX_LEAD_IN_S, round(5.9 - MIN_GAP_S, 3))
+
+
+def test_a_silence_goes_first_to_the_cue_it_brings_within_the_rules():
+    # Both cues want the 0.37 s between them: Ann's cue reads at 20 characters a second with 0.3 s of
+    # it; Bob's 43 characters spoken in 1.1 s read too fast whatever it gets, so it has what is left.
+    blocks = cue_blocks(srt(_turns(_words("Absolutely wonderful.", "Ann", 0.0),
+                                   _words("Indubitably, unquestionably, categorically.", "Bob", 1.2),
+                                   _words("Fine.", "Ann", 2.4))))
+    assert [times(block) for block in blocks[:2]] == [(0.0, 1.05), (round(1.05 + MIN_GAP_S, 3), 2.317)]
+
+
+def test_a_short_cue_with_no_room_joins_its_neighbour_of_the_same_speaker():
+    # Split at its sentence end, "No." would last 0.32 s between Bob and the rest of Ann's turn.
+    blocks = cue_blocks(srt(_turns(_words("Shall we go?", "Bob", 0.0), _words(
+        "No. I would much rather stay at home this evening, because it is cold and it is raining outside.",
+        "Ann", 1.2))))
+    assert [block[2:] for block in blocks[1:]] == [["[Ann] No. I would much rather", "stay at home this evening,"],
+                                                  ["[Ann] because it is cold and", "it is raining outside."]]
+    assert times(blocks[1]) == (1.2, 5.117)
+
+
+def test_a_cue_never_splits_a_written_word():
+    # Whisper writes "zo'n" as " zo" and "'n"; the run's longest pause falls between the two.
+    words = _words("Zulke grote vissen hebben niet het recht om zo", "Ann", 0.0, 0.3)
+    words += [{"text": "'n", "timestamp": [3.2, 3.3], "speaker": "Ann"},
+              *_words("vlucht hetzelfde water te drinken als wij.", "Ann", 3.3, 0.3)]
+    assert [block[2:] for block in cue_blocks(srt(_turns(words)))] == [
+        ["[Ann] Zulke grote vissen hebben niet het recht"],
+        ["[Ann] om zo'n vlucht hetzelfde", "water te drinken als wij."]]
+
+
+def test_words_whose_timestamps_collapsed_share_their_neighbours_time():
+    words = [{"text": " we", "timestamp": [1.0, 1.2]}, {"text": " can", "timestamp": [1.2, 1.2]},
+             {"text": " go", "timestamp": [1.2, 1.6]}]
+    shared = [(1.0, 1.171, " we"), (1.171, 1.429, " can"), (1.429, 1.6, " go")]  # 1.0-1.6 by length: 2, 3, 2
+    assert [(w.start, w.end, w.text) for w in words_of({"speakers": [{"speaker": "A", "words": words}]})] == shared
+    assert [(w.start, w.end, w.text) for w in words_of({"chunks": words})] == shared
+    alone = words_of({"speakers": [{"speaker": "A", "words": words[:1]}, {"speaker": "B", "words": words[1:2]}]})
+    assert (alone[1].start, alone[1].end) == (1.2, 1.2)  # no word of its speaker beside it: nothing to share
+
+
 def test_lines_are_as_even_as_the_breaks_allow():
     text = "one two three four five six seven eight nine ten eleven twelve"  # 63 columns: two lines
     cue = cue_blocks(srt({"speakers": [], "chunks": [{"text": " " + text, "timestamp": [0.0, 4.0]}]}))[0]
@@ -192,7 +248,8 @@ def test_openai_route_gives_readable_diarized_subtitles_with_every_word(diarizin
         lines = [re.sub(r"^\[\w+\] ", "", line) for line in block[2:]]
         start, end = times(block)
         assert len(lines) <= 2 and all(len(line) <= 32 for line in lines) and end - start <= 7.0
-        turn = next(s for s in diarized.segments if s.start - 0.05 <= start < s.end)  # the turn it starts in
+        # The turn it overlaps most (a cue may start in the silence before its turn: issue 60).
+        turn = max(diarized.segments, key=lambda s: min(end, s.end) - max(start, s.start))
         assert turn.speaker == re.match(r"\[(\w+)\] ", block[2]).group(1)  # the cue's speaker is its turn's
 
 

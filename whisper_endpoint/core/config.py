@@ -168,7 +168,8 @@ class SubtitleOptions(BaseModel):
     )
     min_cue_duration: float = Field(
         0.833, ge=0.0, le=10.0, allow_inf_nan=False,
-        description="srt/vtt: a shorter cue stays on into the silence after it (never over the next cue).",
+        description="srt/vtt: a shorter cue takes time from the silence after, then before it (never over a "
+        "neighbour), else joins its neighbour of the same speaker where they fit one cue.",
     )
     highlight_words: bool = Field(
         False, description="srt/vtt: one cue per spoken word, the word underlined (<u>word</u>) in its cue's text.",

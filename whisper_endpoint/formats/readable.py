@@ -7,11 +7,14 @@ The rules (``SubtitleOptions``; the defaults are Netflix's for English):
   then at clause punctuation, then at its longest pause, never inside a word;
 - lines are broken as evenly as they can be; a line break falls on a space, or between two East Asian
   wide characters (Japanese and Chinese have no spaces), never before closing punctuation;
-- a cue shorter than ``min_cue_duration``, or faster to read than ``MAX_READING_CPS``, stays on into the
-  silence after it, never closer than ``MIN_GAP_S`` to the next cue.
+- a cue shorter than ``min_cue_duration``, or faster to read than ``MAX_READING_CPS``, takes time from the
+  silence after it, then before it (``cue_timing``), never closer than ``MIN_GAP_S`` to its neighbours;
+- a cue that still falls short of ``min_cue_duration`` joins its neighbour of the same speaker (the nearer
+  one first) where the two fit one cue.
 
 The words come from the speakers' ``words`` (``return_speaker_words``) or the word chunks. Where only
-segments or speaker runs are known, a span's time is shared out among its words by their length.
+segments or speaker runs are known, a span's time is shared out among its words by their length; so is
+the time around a word whose timestamps collapsed to a point.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ import re
 import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import groupby
 
 from whisper_endpoint.core.config import SubtitleOptions
+from whisper_endpoint.formats.cue_timing import MAX_READING_CPS, MIN_GAP_S  # noqa: F401 (re-exported)
+from whisper_endpoint.formats.cue_timing import by_length, given_time, shown_times
 
 LONG_PAUSE_S = 2.0  # a pause this long always ends a cue: no text shown over silence
-MIN_GAP_S = 0.083  # two frames at 24 fps between consecutive cues
-MAX_READING_CPS = 20.0  # characters a second, where the pauses allow
 PHRASE_BREAK_COST = 10  # columns of imbalance a line break inside a run of wide characters is worth
 _SENTENCE_END = re.compile(r"[.!?。！？…]['\"”’」』)）]*$")
 _CLAUSE_END = re.compile(r"[,;:、，；：—–-]['\"”’」』)）]*$")
@@ -51,8 +55,11 @@ class Cue:
 
 def readable_cues(words: list[Word], options: SubtitleOptions) -> list[Cue]:
     pieces = [piece for run in _runs(words) for piece in _fitted(run, options)]
-    cues = [_laid_out(piece, options) for piece in pieces]
-    cues = _retimed(cues, options)
+    laid = [_laid_out(piece, options) for piece in pieces]
+    cues = _timed(laid, options)
+    while (joined := _joined(laid, cues, options)) is not None:  # until no short cue can join a neighbour
+        laid = joined
+        cues = _timed(laid, options)
     if options.highlight_words:
         return [shown for piece, cue in cues for shown in _highlighted(piece, cue)]
     return [cue for _, cue in cues]
@@ -91,11 +98,19 @@ def _best_cut(run: list[Word]) -> int:
     def pause(cut: int) -> float:
         return run[cut].start - run[cut - 1].end
 
+    places = [cut for cut in range(1, len(run)) if not _glued(run[cut - 1], run[cut])] or range(1, len(run))
     for pattern in (_SENTENCE_END, _CLAUSE_END):
-        cuts = [cut for cut in range(1, len(run)) if pattern.search(run[cut - 1].text.strip())]
+        cuts = [cut for cut in places if pattern.search(run[cut - 1].text.strip())]
         if cuts:
             return max(cuts, key=lambda cut: (evenness(cut), pause(cut)))
-    return max(range(1, len(run)), key=lambda cut: (pause(cut), evenness(cut)))
+    return max(places, key=lambda cut: (pause(cut), evenness(cut)))
+
+
+def _glued(before: Word, after: Word) -> bool:
+    """Whether two words are pieces of one written word: no space between them, in a spaced script
+    (Whisper writes "zo'n" as " zo" and "'n")."""
+    first, last = after.text[:1], before.text[-1:]
+    return bool(first and last) and not first.isspace() and not (_wide(first) or _wide(last))
 
 
 def _laid_out(piece: list[Word], options: SubtitleOptions) -> tuple[list[Word], Cue]:
@@ -166,20 +181,49 @@ def _break_points(text: str) -> list[tuple[int, int, int]]:
     return points
 
 
-def _retimed(laid: list[tuple[list[Word], Cue]], options: SubtitleOptions) -> list[tuple[list[Word], Cue]]:
-    """Short or fast cues stay on into the following silence; consecutive cues keep a two-frame gap."""
-    out = []
-    for index, (piece, cue) in enumerate(laid):
-        following = laid[index + 1][1].start if index + 1 < len(laid) else None
-        end = cue.end
-        wanted = cue.start + max(options.min_cue_duration, len(cue.text.replace("\n", "")) / MAX_READING_CPS)
-        wanted = min(wanted, cue.start + options.max_cue_duration)
-        if following is not None:
-            wanted = min(wanted, following - MIN_GAP_S)
-            if following - MIN_GAP_S < end <= following:  # touching the next cue: make the gap
-                end = max(cue.start, following - MIN_GAP_S)
-        out.append((piece, Cue(cue.start, round(max(end, wanted), 3), cue.text, cue.speaker)))
-    return out
+def _timed(laid: list[tuple[list[Word], Cue]], options: SubtitleOptions) -> list[tuple[list[Word], Cue]]:
+    spoken = [(cue.start, cue.end) for _, cue in laid]
+    characters = [len(cue.text.replace("\n", "")) for _, cue in laid]
+    times = shown_times(spoken, characters, options)
+    return [(piece, Cue(start, end, cue.text, cue.speaker)) for (piece, cue), (start, end) in zip(laid, times)]
+
+
+def _joined(laid: list[tuple[list[Word], Cue]], timed: list[tuple[list[Word], Cue]],
+            options: SubtitleOptions) -> list[tuple[list[Word], Cue]] | None:
+    """The pieces with each cue that the silences left under ``min_cue_duration`` joined to its neighbour
+    of the same speaker (the nearer first) where the two fit one cue; None when none could be."""
+    out: list[tuple[list[Word], Cue]] = []
+    index, changed = 0, False
+    while index < len(laid):
+        piece = laid[index][0]
+        sides = []  # (the pause to it, the neighbour's pair in order)
+        if timed[index][1].end - timed[index][1].start < options.min_cue_duration - 1e-6:
+            if out:
+                sides.append((_pause(out[-1][0], piece), "before", out[-1][0], piece))
+            if index + 1 < len(laid):
+                sides.append((_pause(piece, laid[index + 1][0]), "after", piece, laid[index + 1][0]))
+        nearest_first = sorted(sides, key=lambda item: item[0])
+        side = next((side for _, side, first, second in nearest_first if _joinable(first, second, options)), None)
+        if side == "before":
+            out[-1] = _laid_out(out[-1][0] + piece, options)
+        elif side == "after":
+            out.append(_laid_out(piece + laid[index + 1][0], options))
+            index += 1  # the next piece is in this one
+        else:
+            out.append(laid[index])
+        changed = changed or side is not None
+        index += 1
+    return out if changed else None
+
+
+def _joinable(first: list[Word], second: list[Word], options: SubtitleOptions) -> bool:
+    both = first + second
+    return (first[0].speaker == second[0].speaker and _pause(first, second) < LONG_PAUSE_S
+            and _duration(both) <= options.max_cue_duration and _line_spans(_text(both), options) is not None)
+
+
+def _pause(first: list[Word], second: list[Word]) -> float:
+    return second[0].start - first[-1].end
 
 
 def _highlighted(piece: list[Word], cue: Cue) -> Iterator[Cue]:
@@ -245,9 +289,21 @@ def words_of(result: dict) -> list[Word]:
     segments or speaker runs are known, each one's time shared out among its words by their length."""
     runs = result.get("speakers") or []
     if runs and all("words" in run for run in runs):
-        return [_word(chunk, run["speaker"]) for run in runs for chunk in run["words"] if chunk["text"].strip()]
+        return [word for run in runs for word in _given_time(
+            [_word(chunk, run["speaker"]) for chunk in run["words"] if chunk["text"].strip()])]
     spans = [(item, item.get("speaker")) for item in runs] or [(chunk, None) for chunk in result.get("chunks", [])]
-    return [word for item, speaker in spans for word in _shared_out(_word(item, speaker))]
+    return _given_time([word for item, speaker in spans for word in _shared_out(_word(item, speaker))])
+
+
+def _given_time(words: list[Word]) -> list[Word]:
+    """The words, those whose timestamps collapsed given a share of their neighbours' time (of the same
+    speaker): alone, such a word would make a cue of no duration."""
+    out = []
+    for _, group in groupby(words, key=lambda word: word.speaker):
+        group = list(group)
+        times = given_time([(word.start, word.end) for word in group], [len(word.text.strip()) for word in group])
+        out += [Word(start, end, word.text, word.speaker) for word, (start, end) in zip(group, times)]
+    return out
 
 
 def _word(chunk: dict, speaker: str | None) -> Word:
@@ -269,10 +325,5 @@ def _shared_out(span: Word) -> list[Word]:
     tokens = _TOKEN.findall(span.text)
     if len(tokens) <= 1:
         return [span] if span.text.strip() else []
-    total, done, out = sum(len(t.strip()) for t in tokens), 0, []
-    for token in tokens:
-        start = span.start + (span.end - span.start) * done / total
-        done += len(token.strip())
-        out.append(Word(round(start, 3), round(span.start + (span.end - span.start) * done / total, 3), token,
-                        span.speaker))
-    return out
+    times = by_length((span.start, span.end), [len(token.strip()) for token in tokens])
+    return [Word(start, end, token, span.speaker) for token, (start, end) in zip(tokens, times)]
