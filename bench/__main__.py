@@ -1,5 +1,6 @@
 """``python -m bench [--quick] [--items ...] [--out-dir DIR]``: run the benchmarks, write the results
-JSON after every item, then the plot and the markdown table.
+JSON after every item (with its ``produced_by``: the command, the commit, the machine), then the plot and
+the markdown table.
 
 Without --out-dir a full run writes results/benchmarks.json, docs/img/benchmarks.png and the table in
 docs/benchmarks.md; --quick (tiny.en, seconds of audio) writes into a temporary directory instead.
@@ -24,10 +25,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from bench.measure import loadavg  # noqa: E402
+from support.measure import loadavg  # noqa: E402
+from support.results import produced_by, write  # noqa: E402
 from bench.plan import FULL, QUICK  # noqa: E402
 
-# Run order: the issue's must-haves (overhead, load test) first, the longest items last.
+# Run order: the issue's must-haves (overhead, load test) first, the longest items last. Values: the
+# issue and its item the entry answers (results' ``issue_item``).
 ITEMS = {
     "overhead": "1",
     "serving": "7",
@@ -37,19 +40,27 @@ ITEMS = {
     "scaling": "6",
     "diarization": "5",
     "concurrency": "16",  # issue 16's item (item 9 in docs/benchmarks.md)
+    "job_queue": "43",  # a minute: the store alone, then one and two servers on one PostgreSQL queue
+    "models": "44",  # a minute or two: several models in one server
 }
-# Extra items, run only when named: parts of item 1 alone (the transformers backend changes most often).
-EXTRA_ITEMS = {"overhead_transformers": "1", "overhead_ctranslate2": "1", "overhead_short": "1", "diarization_merge": "5"}
+# Extra items, run only when named: parts of item 1 alone (the transformers backend changes most often);
+# item 5's diarizer share and alongside-vs-after (~8 and ~4 min, mostly what item 5 already measures);
+# the batch command single-process vs Ray (~4 min, Ray's start-up in it); a request's encoder windows
+# and batch memory (~4 min, the figures behind the window bound, which changes rarely).
+EXTRA_ITEMS = {"overhead_transformers": "1", "overhead_ctranslate2": "1", "overhead_short": "1", "diarization_merge": "5",
+               "diarization_share": "5", "diarization_alongside": "5", "batch": None, "request_cost": "17"}  # batch: no issue item
+NEEDS_WORKDIR = {"serving", "concurrency", "job_queue"}  # run(plan, workdir): server logs
 
 
 def run_item(name: str, plan, workdir: Path) -> dict:
     import importlib
 
-    module_name, _, part = name.partition("_")
-    run = getattr(importlib.import_module(f"bench.items.{module_name}"), f"run_{part}" if part else "run")
+    # An item is bench/items/NAME.py's run(), or a part of one: NAME = MODULE_PART, MODULE's run_PART().
+    module_name, _, part = ("", "", "") if (ROOT / "bench" / "items" / f"{name}.py").exists() else name.partition("_")
+    run = getattr(importlib.import_module(f"bench.items.{module_name or name}"), f"run_{part}" if part else "run")
     before, started = loadavg(), time.perf_counter()
     try:
-        result = run(plan, workdir) if name in ("serving", "concurrency") else run(plan)
+        result = run(plan, workdir) if name in NEEDS_WORKDIR else run(plan)
         status = "ok"
     except Exception:  # one broken item must not lose the others' results
         result, status = {"error": traceback.format_exc(limit=5)}, "failed"
@@ -59,14 +70,8 @@ def run_item(name: str, plan, workdir: Path) -> dict:
 
 def source_state() -> dict:
     """Which code was measured: the commit, and files changed since (others edit the same tree)."""
-    import subprocess
-
-    def git(*args):
-        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-        return done.stdout.rstrip()  # porcelain lines start with a space: strip only the end
-
-    changed = [line[3:] for line in git("status", "--porcelain", "--untracked-files=no").splitlines()]
-    return {"commit": git("rev-parse", "--short", "HEAD"), "uncommitted_changes": changed}
+    made = produced_by("")
+    return {"commit": made["commit"], "uncommitted_changes": made["uncommitted_changes"]}
 
 
 def environment(plan) -> dict:
@@ -78,7 +83,7 @@ def environment(plan) -> dict:
     return {"machine": platform.machine(), "cpus": os.cpu_count(), "python": platform.python_version(),
             "torch": torch.__version__, "transformers": transformers.__version__,
             "faster_whisper": faster_whisper.__version__, "ctranslate2": ctranslate2.__version__,
-            "threads_per_backend": 1, "model": plan.model, "quick": plan.quick, **source_state()}
+            "threads_per_backend": 1, "model": plan.model, "quick": plan.quick}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -88,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out-dir", type=Path, help="where results, plot and table go (see above)")
     parser.add_argument("--merge", type=Path, nargs="+", help="results files to take finished items from")
     args = parser.parse_args(argv)
+    command = " ".join(["python -m bench", *(sys.argv[1:] if argv is None else argv)])
     logging.basicConfig(level=logging.WARNING)
     plan = QUICK if args.quick else FULL
     if args.out_dir:
@@ -104,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     results.setdefault("items", {})
     if args.merge:
         merge(results, args.merge)
-        json_path.write_text(json.dumps(results, indent=1) + "\n")
+        write(json_path, results, command)
         return render(results, json_path, png_path, doc_path)
     results["environment"] = environment(plan)
     workdir = Path(tempfile.mkdtemp(prefix="bench-work-"))
@@ -114,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         # different commits.
         source = source_state()
         results["items"][name] = {**run_item(name, plan, workdir), "source": source}
-        json_path.write_text(json.dumps(results, indent=1) + "\n")
+        write(json_path, results, command)  # produced_by: this command, the commit, the machine
         entry = results["items"][name]
         print(f"[bench] {name}: {entry['status']} in {entry['wall_s']} s", file=sys.stderr, flush=True)
     return render(results, json_path, png_path, doc_path)
@@ -133,7 +139,7 @@ def merge(results: dict, others: list[Path]) -> None:
 
 
 def render(results: dict, json_path: Path, png_path: Path, doc_path: Path) -> int:
-    from bench import plot, report
+    from support import bench_plot as plot, bench_report as report
 
     plot.draw(results, png_path)
     report.write(results, doc_path)

@@ -1,8 +1,62 @@
-"""How big each item runs: the full run (~45 min on 2 busy cores) or --quick (the smoke test)."""
+"""How big each item runs: the full run (~50 min on 2 busy cores, without the items run only when named)
+or --quick (the smoke test)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ShareSizes:
+    """``diarization_share``: the diarizer's CPU over the ASR at each length (one thread, after the ASR),
+    then ``pairs`` defaults / one-thread pairs at ``threads_s`` (0: none)."""
+    lengths_s: tuple[float, ...]
+    threads_s: float
+    pairs: int
+
+
+@dataclass(frozen=True)
+class AlongsideSizes:
+    """``diarization_alongside``: rounds of alongside / after at each thread setting (0: the defaults)."""
+    seconds: float
+    pairs: int
+    threads: tuple[int, ...] = (0, 1)
+
+
+@dataclass(frozen=True)
+class BatchSizes:
+    """``batch``: the batch command over ``inputs`` (under the audio folder) in each mode."""
+    model: str
+    inputs: tuple[str, ...]
+    modes: tuple[str, ...]  # single-1t, single-2t, ray
+    ray_workers: int = 2
+    ray_cpus: float = 1.0  # CPUs (and threads) per Ray worker
+
+
+@dataclass(frozen=True)
+class JobQueueSizes:
+    """``job_queue``: store overhead over ``store_jobs`` jobs; ``jobs`` through each count of ``servers``."""
+    store_jobs: int
+    jobs: int
+    servers: tuple[int, ...]  # () measures the store alone
+
+
+@dataclass(frozen=True)
+class ModelsSizes:
+    """``models``: a server with ASR_MODELS=``models``; the second model unloaded ``swaps`` more times."""
+    models: str
+    swaps: int
+    idle_unload_s: float
+
+
+@dataclass(frozen=True)
+class CostSizes:
+    """``request_cost``: encoder windows per ``chunk_length_s`` over the first ``clips`` test clips joined
+    (None: all 30), tiny.en; peak memory of one encoder call on each count of windows, ``batch_model``."""
+    clips: int | None
+    chunks: tuple[int, ...]
+    batches: tuple[int, ...]
+    batch_model: str  # an embedded model name (weights/embedded.py MODELS)
 
 
 @dataclass(frozen=True)
@@ -31,6 +85,12 @@ class Plan:
     concurrency_requests: int  # item 9: requests sent at once to each MAX_CONCURRENCY variant
     concurrency_repeats: int  # item 9: rounds over the variants (the median is reported)
     concurrency_variants: tuple[str, ...]  # item 9: servers (bench/items/concurrency.py SETTINGS)
+    diarizer_share: ShareSizes  # item 5, only when named
+    alongside: AlongsideSizes  # item 5, only when named
+    batch: BatchSizes
+    job_queue: JobQueueSizes
+    models: ModelsSizes
+    request_cost: CostSizes
     # Seconds of the long source kept as speech in every long input, the rest silence; None = all
     # speech. The smoke run only needs the long-audio paths to run, not to decode 30 s of talk.
     long_speech_s: float | None = None
@@ -65,6 +125,13 @@ FULL = Plan(
     concurrency_requests=8,
     concurrency_repeats=3,
     concurrency_variants=("mc1_threads1", "mc1_threads2", "mc2_threads1", "mc2_threads2", "mc4_threads1"),
+    diarizer_share=ShareSizes(lengths_s=(300.0, 804.0, 1608.0), threads_s=154.0, pairs=1),
+    alongside=AlongsideSizes(seconds=300.0, pairs=1),
+    batch=BatchSizes(model="embedded:tiny.en", inputs=("clips",), modes=("single-1t", "single-2t", "ray")),
+    job_queue=JobQueueSizes(store_jobs=300, jobs=16, servers=(1, 2)),
+    models=ModelsSizes(models="tiny=embedded:tiny.en,base=embedded:base,tinytf=embedded:tiny.en?backend=transformers,"
+                              "basetf=embedded:base?backend=transformers", swaps=4, idle_unload_s=2.0),
+    request_cost=CostSizes(clips=None, chunks=(1, 5, 15, 30), batches=(1, 8, 24), batch_model="base"),
 )
 
 def by_name(name: str) -> Plan:
@@ -96,5 +163,18 @@ QUICK = Plan(
     concurrency_requests=4,
     concurrency_repeats=1,
     concurrency_variants=("mc1_threads1", "mc2_threads1"),
+    # Item 5's parts: one length, no thread pairs; alongside and after on one thread: runs item 5 makes
+    # too (run after it, they reuse them: bench/items/diarization.py). One clip through the batch command
+    # in one process (no Ray: its start-up alone is 10-20 s); the store alone (no servers:
+    # each loads a model); a second tiny.en (float32) as the model to load and unload; chunk_length_s 1
+    # on one clip, two batch sizes.
+    diarizer_share=ShareSizes(lengths_s=(8.0,), threads_s=8.0, pairs=0),
+    alongside=AlongsideSizes(seconds=8.0, pairs=1, threads=(1,)),
+    batch=BatchSizes(model="embedded:tiny.en", inputs=("clips/asterisk_all-circuits-busy-now.flac",),
+                     modes=("single-1t",)),
+    job_queue=JobQueueSizes(store_jobs=5, jobs=2, servers=()),
+    models=ModelsSizes(models="tiny=embedded:tiny.en,tiny32=embedded:tiny.en?compute_type=float32", swaps=1,
+                       idle_unload_s=0.5),
+    request_cost=CostSizes(clips=1, chunks=(1,), batches=(1, 2), batch_model="tiny.en"),
     long_speech_s=6.0,
 )

@@ -14,7 +14,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from bench.measure import peak_rss_mib
+from support.measure import peak_rss_mib
 
 
 class StageClock:

@@ -38,8 +38,8 @@ LIMIT_S = 30.0
 
 
 def audio_seeds() -> dict[str, bytes]:
-    from tests import bad_inputs as corpus
-    from tests.conftest import encode
+    from support import bad_inputs as corpus
+    from support.audio import encode
 
     clip = corpus.clip_samples()
     seeds = {"flac": corpus.clip_bytes(), "mulaw8k.wav": corpus.wav(corpus.at_rate(8000), 8000, "pcm_mulaw"),
@@ -54,7 +54,7 @@ def audio_seeds() -> dict[str, bytes]:
 
 
 def json_seeds(audio: dict[str, bytes]) -> list[dict]:
-    from tests import bad_inputs as corpus
+    from support import bad_inputs as corpus
 
     short = corpus.clip_samples()[:8000]
     return [

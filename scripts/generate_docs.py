@@ -197,7 +197,7 @@ def replace_block(text: str, name: str, content: str, path: Path) -> str:
 # --- the benchmark block and plot ---------------------------------------------------------------------
 
 def plot_digest(results: dict) -> str:
-    from bench import plot
+    from support import bench_plot as plot
 
     return plot.digest(results)
 
@@ -213,7 +213,7 @@ def png_digest(path: Path) -> str | None:
 
 
 def benchmark_text(results: dict) -> str:
-    from bench import report
+    from support import bench_report as report
 
     text = (DOCS / "benchmarks.md").read_text(encoding="utf-8")
     block = f"{report.BEGIN}\n{report.table(results)}\n{report.END}"
@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         path.write_text(text, encoding="utf-8")
         print(f"wrote {path.relative_to(ROOT)}")
     if plot_is_stale():
-        from bench import plot
+        from support import bench_plot as plot
 
         plot.draw(json.loads(RESULTS.read_text()), PLOT)
         print(f"wrote {PLOT.relative_to(ROOT)}")

@@ -33,7 +33,8 @@ THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-inval
 
 
 def main() -> int:
-    from tests.conftest import CLIPS, decode_reference, read_clip
+    from support.paths import CLIPS
+    from support.audio import decode_reference, read_clip
     from whisper_endpoint.backends import cost
     from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.core.errors import ClientError

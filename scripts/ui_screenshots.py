@@ -21,8 +21,8 @@ os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 
 from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-from scripts.browser import launch, microphone_wav  # noqa: E402
-from scripts.loopback import serve  # noqa: E402
+from support.browser import launch, microphone_wav  # noqa: E402
+from support.serving import serve  # noqa: E402
 
 AUDIO = Path(__file__).resolve().parents[1] / "audio"
 MEETING = AUDIO / "dialogues" / "flite_meeting.flac"

@@ -1,4 +1,3 @@
-import io
 import json
 import os
 import queue
@@ -7,11 +6,10 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import av
-import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support.audio import read_clip
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Servers built with the default settings keep their speaker library in a folder of this run, never in the
 # user's cache (where enrolled voices would name speakers in other tests).
@@ -29,53 +27,10 @@ def pytest_configure(config):
         config.option.allow_unix_socket = True  # local IPC (multiprocessing, Ray's workers)
 
 
-AUDIO = ROOT / "audio"
-CLIPS = AUDIO / "clips"
-
-
-def clip_refs() -> dict[str, str]:
-    return {item["file"]: item["text"] for item in json.loads((CLIPS / "refs.json").read_text())}
-
-
-def read_clip(name: str) -> bytes:
-    return (CLIPS / name).read_bytes()
-
-
-def decode_reference(path: Path) -> np.ndarray:
-    """faster-whisper's own decoder: the yardstick for ours."""
-    from faster_whisper import decode_audio
-
-    return decode_audio(str(path))
-
-
-def encode(samples: np.ndarray, rate: int, container: str, codec: str, channels: int = 1,
-           options: dict | None = None) -> bytes:
-    """Encode float samples (channels, n) or (n,) into an in-memory file with PyAV's FFmpeg (``options``:
-    the muxer's, e.g. ``{"live": "1"}`` for WebM as MediaRecorder writes it, without a duration)."""
-    data = np.atleast_2d(samples).astype(np.float32)
-    if data.shape[0] == 1 and channels > 1:
-        data = np.repeat(data, channels, axis=0)
-    buffer = io.BytesIO()
-    with av.open(buffer, mode="w", format=container, options=options or {}) as out:
-        stream = out.add_stream(codec, rate=rate, layout="stereo" if channels == 2 else "mono")
-        fmt = stream.codec_context.codec.audio_formats[0].name
-        frames = []
-        if data.shape[1]:
-            frames = [av.AudioFrame.from_ndarray(np.ascontiguousarray(data.T.reshape(1, -1)), format="flt", layout=stream.layout.name)]
-            frames[0].sample_rate = rate
-        resampler = av.AudioResampler(format=fmt, layout=stream.layout.name, rate=rate)
-        for converted in [c for f in frames for c in resampler.resample(f)] + resampler.resample(None):
-            for packet in stream.encode(converted):
-                out.mux(packet)
-        for packet in stream.encode(None):
-            out.mux(packet)
-    return buffer.getvalue()
-
-
 @pytest.fixture(scope="session")
 def clip() -> bytes:
     """The serving tests' clip (serving_helpers.CLIP) as a file's bytes."""
-    from tests.serving_helpers import CLIP
+    from support.serving import CLIP
 
     return read_clip(CLIP)
 
@@ -137,7 +92,7 @@ def short_windows(monkeypatch):
 def postgres():
     """A real PostgreSQL cluster for the session (tests/postgres_server.py); missing programs fail the
     tests that need it (never a silent skip)."""
-    from tests.postgres_server import Postgres
+    from support.postgres import Postgres
 
     server = Postgres(durable=False).start()
     yield server

@@ -7,7 +7,8 @@ import wave
 import numpy as np
 import pytest
 
-from tests.conftest import CLIPS, decode_reference, encode
+from support.paths import CLIPS
+from support.audio import decode_reference, encode
 from whisper_endpoint.audio.decode import TARGET_RATE, decode_file, from_array
 from whisper_endpoint.core.errors import EmptyAudioError, InvalidInputError, PayloadTooLargeError, UndecodableAudioError
 

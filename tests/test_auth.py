@@ -11,7 +11,7 @@ import pytest
 import requests
 from pydantic import ValidationError
 
-from tests.serving_helpers import TEXT, live_server
+from support.serving import TEXT, live_server
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.app import create_app

@@ -15,7 +15,8 @@ from pathlib import Path
 import jiwer
 import pytest
 
-from tests.conftest import CLIPS, ROOT, clip_refs
+from support.paths import CLIPS, ROOT
+from support.audio import clip_refs
 from whisper_endpoint.batch import InputError, collect, run_batch
 from whisper_endpoint.batch.outputs import write_atomic
 

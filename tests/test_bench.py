@@ -18,15 +18,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from support.paths import ROOT
 
-ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling", "diarization", "concurrency"}
+ITEMS = {"overhead", "serving", "precision", "speculative", "batching", "scaling", "diarization", "concurrency",
+         "diarization_share", "diarization_alongside", "batch", "job_queue", "models", "request_cost"}
 # Two processes at once, one per core (timings mean nothing here; the GPU script's CPU run goes
 # alongside), then --merge joins their results: the run fits the smoke test's minute, and the merge
 # used for split runs is exercised too.
 # Balanced on each item's time alone (one thread, seconds): diarization 38 (three child processes),
-# overhead 25, precision 17, speculative 13, concurrency 13, serving 10, scaling 8, batching 7.
-GROUPS = (("diarization", "speculative", "scaling", "batching"), ("overhead", "precision", "serving", "concurrency"))
+# overhead 25, precision 17, speculative 13, concurrency 13, serving 10, scaling 8, batching 7; and, alone
+# on a machine at load 4-6: request_cost 11 (three children), models 10 (one), batch 7 (the command once,
+# no Ray), job_queue 3 (the store alone, no servers). diarization_share and diarization_alongside run
+# after diarization in its process and reuse its runs (the same tiny input): they add nothing.
+GROUPS = (("diarization", "diarization_share", "diarization_alongside", "speculative", "scaling", "batching",
+           "job_queue", "batch"),
+          ("overhead", "precision", "serving", "concurrency", "models", "request_cost"))
 
 
 GPU_SCRIPT = ["bench/gpu_transformers.py", "--size", "tiny", "--device", "cpu", "--batch-sizes", "1", "2",
@@ -72,6 +78,18 @@ def test_every_item_runs_and_reports(quick_run):
     assert results["environment"]["model"] == "embedded:tiny.en"
     for entry in results["items"].values():
         assert len(entry["loadavg_before"]) == 3 and len(entry["loadavg_after"]) == 3
+
+
+def test_results_say_what_made_them(quick_run):
+    """Each results file names its command and commit (support/results.py); each item its own source."""
+    merged = json.loads((quick_run.out / "benchmarks.json").read_text())
+    assert merged["produced_by"]["command"].startswith("python -m bench --quick --merge ")
+    for index, group in enumerate(GROUPS):
+        part = json.loads((quick_run.out / f"part{index}" / "benchmarks.json").read_text())
+        assert part["produced_by"]["command"] == f"python -m bench --quick --items {' '.join(group)} " \
+                                                 f"--out-dir {quick_run.out / f'part{index}'}"
+        assert len(part["produced_by"]["commit"]) == 40 and part["environment"]["torch"]
+    assert all(len(entry["source"]["commit"]) == 40 for entry in merged["items"].values())
 
 
 def test_overhead_compares_handler_with_each_raw_backend(quick_run):
@@ -157,6 +175,44 @@ def test_concurrency_item_serves_one_and_two_at_once(quick_run):
     assert set(entry["rss_per_extra_worker_mib"]) == {"1->2"}
 
 
+def test_item_5s_parts_report_the_diarizer_share_and_alongside_against_after(quick_run):
+    items = json.loads((quick_run.out / "benchmarks.json").read_text())["items"]
+    share = items["diarization_share"]
+    [row] = share["one_thread"]  # the diarizer's CPU time over the ASR alone's, from the stages' clock
+    assert row["threads"] == 1 and row["diarizer_cpu_s"] == row["stages_cpu_s"]["diarization"] > 0
+    assert row["diarizer_over_asr"] == pytest.approx(row["diarizer_cpu_s"] / row["asr_alone_cpu_s"], rel=0.05)
+    assert share["threads"] is None  # no defaults / one-thread pairs in the quick run
+    along = items["diarization_alongside"]
+    assert [run["alongside"] for run in along["alongside"]["one_thread"]["runs"]] == [True]
+    assert [run["alongside"] for run in along["after"]["one_thread"]["runs"]] == [False]
+    assert set(along["same_speakers_turns_and_words"]) == {"one_thread"}
+
+
+def test_serving_lab_items_measure_what_they_claim(quick_run):
+    items = json.loads((quick_run.out / "benchmarks.json").read_text())["items"]
+    [single] = items["batch"]["runs"]  # one process, one thread; Ray only in the full run
+    assert (single["mode"], single["files"], single["done"], single["failed"]) == ("single-1t", 1, 1, 0)
+    assert 0 < single["decode_wall_s"] < single["command_wall_s"]  # the command's own clock starts after loading
+    queue = items["job_queue"]  # the store alone; the servers only in the full run
+    assert set(queue["store_overhead"]) == {"sqlite", "postgresql"} and queue["throughput"] == []
+    assert all(0 < row["median_ms"] <= row["p95_ms"] for row in queue["store_overhead"].values())
+    [model] = items["models"]["rows"]  # the second model: loaded by its first request, then unloaded
+    assert model["model"] == "tiny32" and model["first_request_s"] > 0 and model["warm_request_s"] > 0
+    assert model["held_mib"] == pytest.approx(model["rss_loaded_mib"] - model["rss_before_mib"], abs=0.11)
+    assert len(items["models"]["rss_after_each_unload"]["mib"]) == 1
+
+
+def test_request_cost_counts_windows_with_and_without_the_bound(quick_run):
+    cost = json.loads((quick_run.out / "benchmarks.json").read_text())["items"]["request_cost"]
+    windows = {(row["bounded"], row["chunk_length_s"]): row for row in cost["windows"]}
+    assert set(windows) == {(True, 1), (False, 1)}  # chunk_length_s 1 on one clip, with and without the bound
+    assert windows[True, 1]["encoder_windows"] <= windows[True, 1]["window_budget"]
+    assert windows[False, 1]["encoder_windows"] > windows[True, 1]["encoder_windows"]  # 1 s windows, unbounded
+    *batches, growth = cost["batch_memory"]
+    assert [row["windows"] for row in batches] == [1, 2]
+    assert growth["mib_per_window"] == pytest.approx(batches[1]["peak_above_mib"] - batches[0]["peak_above_mib"], abs=0.11)
+
+
 def test_plot_and_table_come_from_the_results(quick_run):
     out = quick_run.out
     assert (out / "benchmarks.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -174,18 +230,3 @@ def test_gpu_script_runs_at_a_tiny_size_on_cpu(quick_run):
     assert result["measured_on"].startswith("cpu") and result["decode_tokens"] == 4
     for row in result["rows"]:  # batch x tokens over the decode's time
         assert row["tokens_per_s"] == pytest.approx(row["batch_size"] * 4 / row["decode_s"], rel=0.02)
-
-
-def test_profile_table_compares_each_stage_of_the_lengths_both_profiles_have():
-    """bench/profile_compare.py, issue 19's before/after table, on the saved profile before the change."""
-    from bench.profile_compare import table
-
-    before = json.loads((ROOT / "results" / "diarization_profile_before.json").read_text())
-    row = before["lengths"][1]  # 5 min
-    stages = {**row["stages"]["cpu_s"], "diarization/embeddings": row["stages"]["cpu_s"]["diarization/embeddings"] / 4}
-    after = {"lengths": [{**row, "stages": {**row["stages"], "cpu_s": stages}}]}
-    lines = table(before, after).splitlines()
-    assert len(lines) == 3 and lines[2].startswith("| 5.0 min |")
-    embeddings = row["stages"]["cpu_s"]["diarization/embeddings"]
-    assert f"{embeddings:.1f} / {embeddings / 4:.1f} (4.0x)" in lines[2]
-    assert f"{row['asr_alone_cpu_s']:.1f} / {row['asr_alone_cpu_s']:.1f} (1.0x)" in lines[2]

@@ -7,8 +7,9 @@ The same, on the transformers backend, is in test_transformers_backend.py (its m
 import numpy as np
 import pytest
 
-from scripts.metrics import normalize, wer
-from tests.conftest import CLIPS, clip_refs, decode_reference, read_clip
+from support.metrics import normalize, wer
+from support.paths import CLIPS
+from support.audio import clip_refs, decode_reference, read_clip
 from whisper_endpoint.backends import cost, tokens
 from whisper_endpoint.backends.windows import Window
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings

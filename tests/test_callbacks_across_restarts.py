@@ -18,8 +18,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import requests
 
-from tests.conftest import ROOT, read_clip
-from tests.serving_helpers import CLIP, free_port, wait_until
+from support.paths import ROOT
+from support.audio import read_clip
+from support.serving import CLIP, free_port, wait_until
 from whisper_endpoint.jobs import open_store
 
 

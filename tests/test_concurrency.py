@@ -19,8 +19,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.conftest import AUDIO, encode, read_clip
-from tests.serving_helpers import live_server, wait_until
+from support.paths import AUDIO
+from support.audio import encode, read_clip
+from support.serving import live_server, wait_until
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.diarization.base import SpeakerCount, count_notes

@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.conftest import CLIPS, decode_reference, read_clip
-from tests.serving_helpers import CLIP, TEXT
+from support.paths import CLIPS
+from support.audio import decode_reference, read_clip
+from support.serving import CLIP, TEXT
 from whisper_endpoint.backends import decoding_options
 from whisper_endpoint.core.types import Segment
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from pyannote.core import Annotation, Segment
 
-from tests.conftest import ROOT, decode_reference
+from support.paths import ROOT
+from support.audio import decode_reference
 from whisper_endpoint.diarization.count_check import CountCheckOptions, split
 from whisper_endpoint.diarization.turn_check import Move
 

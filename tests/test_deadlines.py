@@ -15,8 +15,8 @@ import openai
 import pytest
 import requests
 
-from tests.conftest import AUDIO
-from tests.serving_helpers import TEXT, HeldHandler, live_server, wait_until
+from support.paths import AUDIO
+from support.serving import TEXT, HeldHandler, live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
 

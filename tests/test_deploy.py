@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.conftest import ROOT
+from support.paths import ROOT
 
 TOKEN = "hf_DeployTestToken0123456789"
 COMMIT = "c0ffee" * 6 + "c0de"

@@ -5,7 +5,8 @@ from collections import Counter
 
 import pytest
 
-from tests.conftest import AUDIO, read_clip
+from support.paths import AUDIO
+from support.audio import read_clip
 
 MEETING = AUDIO / "dialogues" / "flite_meeting.flac"
 
@@ -95,7 +96,8 @@ def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):
     clip (one voice) on the right; speakers and turns carry the channel's name."""
     import numpy as np
 
-    from tests.conftest import CLIPS, decode_reference
+    from support.paths import CLIPS
+    from support.audio import decode_reference
 
     left = decode_reference(MEETING)[: 10 * 16000]
     clip = decode_reference(CLIPS / "asterisk_vm-next.flac")

@@ -8,7 +8,8 @@ import time
 import numpy as np
 import pytest
 
-from tests.conftest import AUDIO, decode_reference
+from support.paths import AUDIO
+from support.audio import decode_reference
 
 MEETING = AUDIO / "dialogues" / "flite_meeting.flac"
 PARAMETERS = {"return_speaker_words": True, "return_speaker_turns": True}

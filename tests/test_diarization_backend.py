@@ -9,7 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from tests.conftest import ROOT, AUDIO, decode_reference
+from support.paths import ROOT, AUDIO
+from support.audio import decode_reference
 from whisper_endpoint.core.errors import InvalidParameterError, ModelLoadError
 from whisper_endpoint.core.types import SpeakerTurn
 from whisper_endpoint.diarization import Diarization, load_diarizer

@@ -1,4 +1,5 @@
-"""The documentation stays true: generated parts are current, links resolve, no tracker numbers.
+"""The documentation stays true: generated parts are current, links resolve, no tracker numbers, and the
+figures it quotes come from results files that exist, say what made them, and are all cited.
 
 Generated parts (scripts/generate_docs.py): the parameter and settings tables from the pydantic
 schemas, the benchmark results block and plot from results/benchmarks.json. Nothing is measured here:
@@ -7,25 +8,56 @@ the check only regenerates from the schemas and the results file (the plot by th
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from scripts import check_links, generate_docs
+from support import links
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_DOCS = ["README.md", "CHANGELOG.md", "docs/*.md", "audio/**/README.md"]
+PAGES = ["README.md", "docs/*.md", "docs/notes/*.md"]  # where figures are quoted
+RESULTS_NAME = re.compile(r"results/((?:archive/)?[\w.-]+\.json)")
+
+
+def cited_results(pages=PAGES, root: Path = ROOT) -> dict[str, list[str]]:
+    """results/NAME.json (or results/archive/NAME.json) -> the pages that cite it."""
+    cited: dict[str, list[str]] = {}
+    for glob in pages:
+        for page in sorted(root.glob(glob)):
+            for name in RESULTS_NAME.findall(page.read_text(encoding="utf-8")):
+                cited.setdefault(name, []).append(str(page.relative_to(root)))
+    return cited
+
+
+def results_problems(root: Path = ROOT) -> list[str]:
+    """Every current results file cited by a page and carrying its provenance; every citation a file."""
+    cited = cited_results(root=root)
+    files = {path.name for path in (root / "results").glob("*.json")}
+    problems = [f"results/{name} is cited by no page" for name in sorted(files - set(cited))]
+    problems += [f"{', '.join(sorted(set(pages)))} cite(s) results/{name}, which does not exist"
+                 for name, pages in sorted(cited.items()) if not (root / "results" / name).is_file()]
+    for name in sorted(files):
+        made = json.loads((root / "results" / name).read_text(encoding="utf-8")).get("produced_by", {})
+        if not (made.get("commit") and made.get("command")):
+            problems.append(f"results/{name} does not say what made it (produced_by.command and .commit)")
+    return problems
 
 
 def test_generated_docs_are_current():
-    assert generate_docs.stale_names() == [], "stale generated docs: run python -m scripts.generate_docs"
+    check = subprocess.run([sys.executable, "-m", "scripts.generate_docs", "--check"], cwd=ROOT, capture_output=True,
+                           text=True)
+    assert check.returncode == 0, check.stderr
 
 
 def test_every_relative_link_and_anchor_resolves():
-    pages = check_links.pages()
+    pages = links.pages()
     assert {"README.md", "CHANGELOG.md", "docs/index.md"} <= {str(page.relative_to(ROOT)) for page in pages}
-    assert [problem for page in pages for problem in check_links.broken(page)] == []
+    assert [problem for page in pages for problem in links.broken(page)] == []
 
 
 def test_the_link_check_sees_a_broken_file_and_a_broken_anchor(tmp_path):
@@ -35,7 +67,7 @@ def test_the_link_check_sees_a_broken_file_and_a_broken_anchor(tmp_path):
     page.write_text("# Top\n\n[ok](docs/other.md#settings-serversettings-environment) [self](#top)\n"
                     "[gone](docs/missing.md) [bad anchor](docs/other.md#settings) `[in code](nowhere.md)`\n"
                     "```\n[in a block](nowhere.md)\n```\n[web](https://example.com/x.md)\n")
-    problems = check_links.broken(page, root=tmp_path)
+    problems = links.broken(page, root=tmp_path)
     assert problems == ["README.md: docs/missing.md (no such file)",
                         "README.md: docs/other.md#settings (no heading with that anchor in docs/other.md)"]
 
@@ -46,7 +78,7 @@ def test_the_link_check_sees_a_broken_file_and_a_broken_anchor(tmp_path):
     ("Requests at once: what is safe and what it costs", "requests-at-once-what-is-safe-and-what-it-costs"),
 ])
 def test_anchors_follow_github(heading, anchor):
-    assert check_links.slug(heading) == anchor
+    assert links.slug(heading) == anchor
 
 
 def test_user_docs_name_no_tracker_numbers():
@@ -56,3 +88,22 @@ def test_user_docs_name_no_tracker_numbers():
             for glob in USER_DOCS for path in sorted(ROOT.glob(glob))
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
     assert hits == []
+
+
+def test_every_results_file_is_cited_says_what_made_it_and_every_citation_exists():
+    assert results_problems() == []
+
+
+def test_the_results_check_sees_an_uncited_file_a_missing_one_and_one_without_provenance(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "results").mkdir()
+    made = {"produced_by": {"command": "python -m evaluation asr", "commit": "abc"}}
+    (tmp_path / "results" / "cited.json").write_text(json.dumps(made))
+    (tmp_path / "results" / "orphan.json").write_text(json.dumps(made))
+    (tmp_path / "results" / "bare.json").write_text("{}")
+    (tmp_path / "README.md").write_text("See results/cited.json, results/bare.json and results/gone.json.")
+    assert results_problems(tmp_path) == [
+        "results/orphan.json is cited by no page",
+        "README.md cite(s) results/gone.json, which does not exist",
+        "results/bare.json does not say what made it (produced_by.command and .commit)",
+    ]

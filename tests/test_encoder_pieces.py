@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from faster_whisper import WhisperModel
 
-from bench.measure import peak_rss_mib, reset_peak_rss, rss_mib
-from tests.conftest import decode_reference
+from support.measure import peak_rss_mib, reset_peak_rss, rss_mib
+from support.audio import decode_reference
 from whisper_endpoint.backends import cost
 from whisper_endpoint.backends.encoding import CPU_PIECE
 

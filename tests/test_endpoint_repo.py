@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.conftest import ROOT, clip_refs, read_clip
+from support.paths import ROOT
+from support.audio import clip_refs, read_clip
 from packaging.requirements import Requirement
 
 from whisper_endpoint.core.errors import ModelLoadError

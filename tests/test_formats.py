@@ -120,8 +120,8 @@ def test_the_command_line_prints_any_format():
     import subprocess
     import sys
 
-    from tests.conftest import CLIPS, ROOT
-    from tests.serving_helpers import CLIP, TEXT
+    from support.paths import CLIPS, ROOT
+    from support.serving import CLIP, TEXT
 
     done = subprocess.run([sys.executable, "-m", "whisper_endpoint", "--format", "tsv", str(CLIPS / CLIP)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,

@@ -6,8 +6,9 @@ import json
 import numpy as np
 import pytest
 
-from scripts.metrics import normalize, wer
-from tests.conftest import CLIPS, clip_refs, decode_reference, encode, read_clip
+from support.metrics import normalize, wer
+from support.paths import CLIPS
+from support.audio import clip_refs, decode_reference, encode, read_clip
 from whisper_endpoint.core.errors import (
     EmptyAudioError,
     InvalidInputError,
@@ -181,14 +182,14 @@ def test_handler_keeps_working_after_errors(tiny_handler):
 
 
 def test_japanese_with_the_multilingual_base_model(base_handler):
-    from tests.conftest import AUDIO
+    from support.paths import AUDIO
 
     meeting = json.loads((AUDIO / "ja" / "kokoro_ja_meeting.json").read_text())
     reference = "".join(turn["text"] for turn in meeting["turns"])
     data = (AUDIO / "ja" / "kokoro_ja_meeting.flac").read_bytes()
     # Detected, not given: a language given by name decodes the same (tests/test_parameters.py maps the names).
     detected = base_handler({"inputs": data, "parameters": {"return_timestamps": "none"}})
-    from scripts.metrics import cer
+    from support.metrics import cer
 
     assert detected["language"] == "ja"
     # CER measured 14.2% here (int8, 1 or 2 threads), 13.1% with float32 and on the development machine: the

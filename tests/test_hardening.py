@@ -19,9 +19,9 @@ import psutil
 import pytest
 import requests
 
-from tests.bad_inputs import ANY, HTTP_CASES, LIMIT_S, PAYLOAD_CASES, TEXT, Case, clip_bytes
-from tests.conftest import ROOT
-from tests.serving_helpers import live_server
+from support.bad_inputs import ANY, HTTP_CASES, LIMIT_S, PAYLOAD_CASES, TEXT, Case, clip_bytes
+from support.paths import ROOT
+from support.serving import live_server
 from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
@@ -158,7 +158,7 @@ def test_live_server_corpus_statuses_liveness_and_memory(server):
 
 BOMB_SCRIPT = textwrap.dedent("""
     import base64, json, resource, sys
-    from tests.bad_inputs import flac_silence
+    from support.bad_inputs import flac_silence
     from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.core.errors import PayloadTooLargeError
     from whisper_endpoint.pipeline.request import parse_request

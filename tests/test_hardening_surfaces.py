@@ -18,7 +18,7 @@ from contextlib import contextmanager
 import pytest
 import requests
 
-from tests.serving_helpers import live_server, wait_until
+from support.serving import live_server, wait_until
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.jobs.callbacks import MAX_RESPONSE_HEAD, deliver
 from whisper_endpoint.jobs.deliveries import CALLBACK_CONCURRENCY
@@ -307,7 +307,7 @@ MANUAL_16K = {"type": "session.update", "session": {"type": "transcription", "au
 def held_realtime(tiny_handler):
     """A server whose first decode holds before its first window (until its context is stopped): live
     sessions then wait for a transcript that does not come, by order, not timing."""
-    from tests.serving_helpers import HeldHandler
+    from support.serving import HeldHandler
 
     held = HeldHandler(tiny_handler, hold_at=0, holds=1, until_stopped=True)
     settings = ServerSettings(realtime_idle_timeout_s=1.0, realtime_max_backlog_s=30)
@@ -320,7 +320,7 @@ def held_realtime(tiny_handler):
 def speech(seconds: float):
     import numpy as np
 
-    from scripts.realtime_bench import pcm16
+    from support.audio import pcm16
     from tests.realtime_client import AUDIO
 
     clip = pcm16(AUDIO / "clips" / "asterisk_dictate_play_help.flac", 16000)
@@ -427,7 +427,7 @@ def test_a_json_job_body_is_decoded_into_a_fraction_of_the_memory_json_loads_tak
 
     import numpy as np
 
-    from tests.conftest import ROOT
+    from support.paths import ROOT
     from whisper_endpoint.jobs import stored
 
     body = samples_json(2_000_000)

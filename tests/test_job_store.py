@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.serving_helpers import free_port
+from support.paths import ROOT
+from support.serving import free_port
 from whisper_endpoint.jobs import JobSettings, open_store, schema
 from whisper_endpoint.jobs.settings import StoreUrlError
 

@@ -20,8 +20,8 @@ import time
 import pytest
 import requests
 
-from tests.conftest import ROOT, AUDIO
-from tests.serving_helpers import TEXT, free_port, live_server, wait_until
+from support.paths import ROOT, AUDIO
+from support.serving import TEXT, free_port, live_server, wait_until
 from whisper_endpoint.jobs import JobSettings, open_store
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings

@@ -23,8 +23,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import requests
 
-from tests.conftest import ROOT, AUDIO
-from tests.serving_helpers import TEXT, HeldHandler, LiveServer, free_port, live_server, wait_until
+from support.paths import ROOT, AUDIO
+from support.serving import TEXT, HeldHandler, LiveServer, free_port, live_server, wait_until
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.jobs import JobSettings, open_store, uploads

@@ -5,57 +5,31 @@ each job is finished (called back) once."""
 
 from __future__ import annotations
 
-import os
 import queue
 import re
 import signal
-import subprocess
-import sys
 import time
 
 import psycopg
 import requests
 
-from tests.conftest import AUDIO, ROOT
-from tests.serving_helpers import TEXT, free_port, wait_until
+from support.paths import AUDIO
+from support.serving import TEXT, ServerProcess, wait_until
 
 LEASE_S = 2.0
 
 
-class Server:
-    def __init__(self, name: str, db: str, uploads, log_folder):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.log = log_folder / f"{name}.log"
-        cache = os.environ.get("TEST_MODEL_CACHE", os.path.expanduser("~/.cache/whisper-endpoint"))
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "MODEL_CACHE_DIR": cache, "ASR_MODEL": "embedded:tiny.en",
-               "PORT": str(self.port), "HOST": "127.0.0.1", "JOBS_DB": db, "JOBS_UPLOAD_DIR": str(uploads),
-               "JOBS_POLL_S": "0.2", "JOBS_LEASE_S": str(LEASE_S), "JOBS_CALLBACK_ALLOW_INTERNAL": "1",
-               "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-        with self.log.open("w") as log:
-            self.process = subprocess.Popen([sys.executable, "-m", "whisper_endpoint.serving"], cwd=ROOT, env=env,
-                                            stdout=log, stderr=subprocess.STDOUT)
-
-    def ready(self) -> bool:
-        try:
-            return requests.get(f"{self.url}/health", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+def queue_server(name: str, db: str, uploads, log_folder) -> ServerProcess:
+    """A server process on the shared queue, with a short lease."""
+    return ServerProcess(name, log_folder, JOBS_DB=db, JOBS_UPLOAD_DIR=str(uploads), JOBS_POLL_S="0.2",
+                         JOBS_LEASE_S=str(LEASE_S), JOBS_CALLBACK_ALLOW_INTERNAL="1")
 
 
-def _job(server: Server, job_id: str) -> dict:
+def _job(server: ServerProcess, job_id: str) -> dict:
     return requests.get(f"{server.url}/jobs/{job_id}", timeout=10).json()
 
 
-def _finished(server: Server, job_id: str) -> dict:
+def _finished(server: ServerProcess, job_id: str) -> dict:
     wait_until(lambda: _job(server, job_id)["status"] in ("succeeded", "failed"), timeout=120, interval=0.1)
     return _job(server, job_id)
 
@@ -70,7 +44,7 @@ def _holder(db: str, job_id: str) -> int:
 def test_two_servers_share_one_queue(postgres, tmp_path, clip, callbacks):
     db, uploads = postgres.new_database(), tmp_path / "uploads"
     long_audio = (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()  # 36 s: seconds to decode
-    servers = [Server(name, db, uploads, tmp_path) for name in ("a", "b")]
+    servers = [queue_server(name, db, uploads, tmp_path) for name in ("a", "b")]
     a, b = servers
     try:
         wait_until(lambda: a.ready() and b.ready(), timeout=180, interval=0.2)

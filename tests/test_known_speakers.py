@@ -19,8 +19,8 @@ import numpy as np
 import openai
 import pytest
 
-from tests.conftest import encode
-from tests.serving_helpers import live_server
+from support.audio import encode
+from support.serving import live_server
 from whisper_endpoint import formats
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.config import InferenceConfig

@@ -13,7 +13,7 @@ import json
 import numpy as np
 import requests
 
-from tests.serving_helpers import live_server
+from support.serving import live_server
 from tests.test_known_speakers import AUDIO, RATE, _b64, fish  # noqa: F401 (fixture)
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.jobs import JobSettings

@@ -2,7 +2,7 @@
 
 import pytest
 
-from scripts.metrics import cp_error_rate
+from support.metrics import cp_error_rate
 
 REFERENCE = {"alice": "good morning everyone", "bob": "hello there"}
 
@@ -32,3 +32,14 @@ def test_characters_for_unspaced_scripts():
     assert cp_error_rate(reference, {"x": "そうですね", "y": "今日は晴れ"}, characters=True) == 0.0
     # Merged: 5 characters inserted into one pairing, 5 deleted from the other.
     assert cp_error_rate(reference, {"x": "今日は晴れそうですね"}, characters=True) == pytest.approx(10 / 10)
+
+
+def test_tcpwer_also_asks_each_word_to_come_near_its_time():
+    from support.metrics import Said, cp_wer, tcp_wer
+
+    reference = [Said("alice", 0.0, 2.0, "good morning everyone"), Said("bob", 30.0, 31.0, "hello there")]
+    on_time = [Said("x", 0.1, 1.9, "good morning everyone"), Said("y", 30.2, 31.0, "hello there")]
+    late = [Said("x", 0.1, 1.9, "good morning everyone"), Said("y", 12.0, 13.0, "hello there")]
+    assert cp_wer(reference, on_time) == tcp_wer(reference, on_time) == 0.0
+    assert cp_wer(reference, late) == 0.0  # cpWER ignores times
+    assert tcp_wer(reference, late) == pytest.approx(4 / 5)  # bob's words 18 s off: deleted, and inserted

@@ -16,9 +16,9 @@ import openai
 import pytest
 import requests
 
-from bench.measure import rss_mib
-from tests.conftest import read_clip
-from tests.serving_helpers import CLIP, TEXT, live_server, wait_until
+from support.measure import rss_mib
+from support.audio import read_clip
+from support.serving import CLIP, TEXT, live_server, wait_until
 from whisper_endpoint.adapters.errors import NotReadyError
 from whisper_endpoint.serving import model_pool
 from whisper_endpoint.serving.app import create_app

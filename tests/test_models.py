@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import CLIPS, ROOT, clip_refs
+from support.paths import CLIPS, ROOT
+from support.audio import clip_refs
 from whisper_endpoint.backends import asr_reference
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.weights import embedded

@@ -10,9 +10,10 @@ import numpy as np
 import openai
 import pytest
 
-from scripts.metrics import normalize
-from tests.conftest import CLIPS, clip_refs, decode_reference, encode
-from tests.serving_helpers import live_server
+from support.metrics import normalize
+from support.paths import CLIPS
+from support.audio import clip_refs, decode_reference, encode
+from support.serving import live_server
 from whisper_endpoint import formats
 from whisper_endpoint.audio.decode import TARGET_RATE, channels_from_array, decode_channels, decode_file
 from whisper_endpoint.batch.runner import check_formats

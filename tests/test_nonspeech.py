@@ -4,8 +4,8 @@ long audio, real models on synthesized non-speech (scripts/nonspeech_corpus.py's
 import numpy as np
 import pytest
 
-from scripts.nonspeech_corpus import band_music, noise
-from tests.conftest import read_clip
+from support.nonspeech import band_music, noise
+from support.audio import read_clip
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.backends.speech import Speech
 from whisper_endpoint.core.decode_context import DecodeContext

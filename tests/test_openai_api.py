@@ -7,8 +7,8 @@ import json
 import openai
 import pytest
 
-from tests.conftest import read_clip
-from tests.serving_helpers import CLIP, TEXT, live_server
+from support.audio import read_clip
+from support.serving import CLIP, TEXT, live_server
 from whisper_endpoint import formats
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
@@ -47,7 +47,8 @@ def diarized(diarizing_handler):
 @pytest.fixture(scope="module")
 def two_voices() -> tuple[str, bytes]:
     """The first 10 s of the flite meeting: two voices."""
-    from tests.conftest import AUDIO, decode_reference, encode
+    from support.paths import AUDIO
+    from support.audio import decode_reference, encode
 
     samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")[: 10 * 16000]
     return ("two.flac", encode(samples, 16000, "flac", "flac"))

@@ -15,8 +15,9 @@ import openai
 import pytest
 import requests
 
-from tests.conftest import AUDIO, encode
-from tests.serving_helpers import HeldHandler, live_server, wait_until
+from support.paths import AUDIO
+from support.audio import encode
+from support.serving import HeldHandler, live_server, wait_until
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings

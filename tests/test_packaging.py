@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from support.paths import ROOT
 
 BIN = Path(sys.executable).parent
 COMMANDS = ("transcribe", "serve", "batch", "scale", "models")

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from tests.conftest import CLIPS, decode_reference, encode, read_clip
-from tests.serving_helpers import CLIP
+from support.paths import CLIPS
+from support.audio import decode_reference, encode, read_clip
+from support.serving import CLIP
 from whisper_endpoint import formats
 from whisper_endpoint.backends import cost, decoding_options, windows
 from whisper_endpoint.backends.ctranslate2_backend import _RequestPipeline

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import AUDIO, decode_reference
+from support.paths import AUDIO
+from support.audio import decode_reference
 from whisper_endpoint.diarization import pyannote_quietly
 
 RATE = 16000

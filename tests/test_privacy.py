@@ -16,8 +16,8 @@ import traceback
 import pytest
 import requests
 
-from tests.conftest import read_clip
-from tests.serving_helpers import CLIP, live_server, wait_until
+from support.audio import read_clip
+from support.serving import CLIP, live_server, wait_until
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings

@@ -12,8 +12,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from tests.conftest import CLIPS, read_clip
-from tests.serving_helpers import CLIP, TEXT, free_port
+from support.paths import CLIPS
+from support.audio import read_clip
+from support.serving import CLIP, TEXT, free_port
 from whisper_endpoint.batch import collect, run_batch
 
 # Ray's own modules warn about their deprecated pydantic and config use; not ours to fix.

@@ -20,10 +20,10 @@ import pytest
 import requests
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from scripts.metrics import wer
-from scripts.realtime_bench import pcm16
+from support.metrics import wer
+from support.audio import pcm16
 from tests.realtime_client import AUDIO, Session, append, silence
-from tests.serving_helpers import live_server, wait_until
+from support.serving import live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.realtime.agreement import LocalAgreement
 from whisper_endpoint.serving.settings import ServerSettings

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import ROOT
-from tests.serving_helpers import TEXT, free_port, live_server, wait_until
+from support.paths import ROOT
+from support.serving import TEXT, free_port, live_server, wait_until
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
 
@@ -118,9 +118,9 @@ def test_inference_py_through_the_sagemaker_toolkit(clip, tmp_path):
     import mms  # noqa: F401
     import sagemaker_huggingface_inference_toolkit  # noqa: F401
 
-    from scripts.package_sagemaker import build
-
-    archive = build(tmp_path / "model.tar.gz")
+    archive = tmp_path / "model.tar.gz"
+    subprocess.run([sys.executable, "-m", "scripts.package_sagemaker", "--output", str(archive)], cwd=ROOT, check=True,
+                   capture_output=True)
     model_dir = tmp_path / "model"
     with tarfile.open(archive) as tar:
         names = tar.getnames()

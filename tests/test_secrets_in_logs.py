@@ -27,8 +27,9 @@ from urllib.parse import quote, quote_plus
 import pytest
 import requests
 
-from tests.conftest import ROOT, read_clip
-from tests.serving_helpers import CLIP, free_port, live_server, wait_until
+from support.paths import ROOT
+from support.audio import read_clip
+from support.serving import CLIP, free_port, live_server, wait_until
 from whisper_endpoint.jobs import JobSettings, open_store
 from whisper_endpoint.serving import redaction
 from whisper_endpoint.serving.app import create_app

@@ -21,8 +21,9 @@ import pytest
 import requests
 from pydantic import SecretStr
 
-from tests.conftest import CLIPS, clip_refs, decode_reference, read_clip
-from tests.serving_helpers import CLIP, TEXT, LiveServer, live_server, wait_until
+from support.paths import CLIPS
+from support.audio import clip_refs, decode_reference, read_clip
+from support.serving import CLIP, TEXT, LiveServer, live_server, wait_until
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings

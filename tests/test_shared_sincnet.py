@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from tests.conftest import AUDIO, decode_reference
+from support.paths import AUDIO
+from support.audio import decode_reference
 
 SCORE_TOLERANCE = 1e-3
 RATE = 16000

@@ -9,7 +9,6 @@ three requests and one job.
 from __future__ import annotations
 
 import base64
-import json
 import subprocess
 import sys
 
@@ -17,7 +16,7 @@ import numpy as np
 import pytest
 import requests
 
-from tests.serving_helpers import live_server, wait_until
+from support.serving import live_server, wait_until
 from tests.test_known_speakers import FISH_ASR, _b64, _named_right, excerpt, fish  # noqa: F401 (fixtures)
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.jobs import JobSettings

@@ -376,7 +376,7 @@ def test_20k_words_two_hours_each_word_to_its_true_speaker():
 def test_a_segment_without_word_times_falls_back_alone(tiny_handler):
     from dataclasses import replace
 
-    from tests.conftest import AUDIO
+    from support.paths import AUDIO
     from whisper_endpoint.audio.decode import decode_file
     from whisper_endpoint.core.config import InferenceConfig
 

@@ -8,7 +8,7 @@ location is a setting, TOOLKIT_DIR, and the script says where to get it when it 
 import re
 import subprocess
 
-from tests.conftest import AUDIO, ROOT
+from support.paths import AUDIO, ROOT
 
 CHECKED = ("whisper_endpoint", "tests", "bench", "scripts", "run.sh", "test.sh")
 OUTSIDE = re.compile(

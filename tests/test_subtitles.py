@@ -10,8 +10,9 @@ import openai
 import pytest
 from pydantic import ValidationError
 
-from tests.conftest import AUDIO, decode_reference, encode
-from tests.serving_helpers import live_server
+from support.paths import AUDIO
+from support.audio import decode_reference, encode
+from support.serving import live_server
 from whisper_endpoint import formats
 from whisper_endpoint.core.config import InferenceConfig, SubtitleOptions
 from whisper_endpoint.formats.cue_timing import MAX_LEAD_IN_S

@@ -10,8 +10,9 @@ import shutil
 import numpy as np
 import pytest
 
-from scripts.metrics import normalize
-from tests.conftest import CLIPS, clip_refs, read_clip
+from support.metrics import normalize
+from support.paths import CLIPS
+from support.audio import clip_refs, read_clip
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.backends import cost
 from whisper_endpoint.core.decode_context import DecodeContext, DecodeStopped
@@ -189,7 +190,7 @@ def test_assisted_greedy_equals_unassisted_with_random_assistant(settings_factor
         assert assisted["decoding"]["assisted"] and not plain["decoding"]["assisted"]
         assert assisted["text"] == plain["text"]
     if decoder_only:  # the multilingual model detects the language on the speech, not on a noisy start
-        from scripts.nonspeech_corpus import noise
+        from support.nonspeech import noise
 
         clip = decode_file(read_clip(THREE[0]), max_seconds=60).samples
         samples = np.concatenate([noise(25, 1, -25), clip]).astype(np.float32)

@@ -10,7 +10,8 @@ import pytest
 import torch
 from pyannote.core import Annotation, Segment
 
-from tests.conftest import ROOT, decode_reference
+from support.paths import ROOT
+from support.audio import decode_reference
 from whisper_endpoint.diarization import pooled, voice_changes
 
 ALIKE = ROOT / "audio" / "alike_voices"

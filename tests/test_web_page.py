@@ -18,10 +18,10 @@ import requests
 from openai import OpenAI
 from playwright.sync_api import expect, sync_playwright
 
-from scripts.browser import chromium, launch, microphone_wav
-from scripts.metrics import wer
-from tests.conftest import CLIPS, AUDIO
-from tests.serving_helpers import CLIP, TEXT, live_server
+from support.browser import chromium, launch, microphone_wav
+from support.metrics import wer
+from support.paths import CLIPS, AUDIO
+from support.serving import CLIP, TEXT, live_server
 from whisper_endpoint import formats
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app

@@ -20,8 +20,8 @@ import pytest
 import requests
 from playwright.sync_api import expect
 
-from tests.conftest import encode
-from tests.serving_helpers import live_server
+from support.audio import encode
+from support.serving import live_server
 from tests.test_known_speakers import AUDIO, BARREL, RATE, _b64, fish  # noqa: F401 (fixture)
 from tests.test_web_page import launched_browser, web  # noqa: F401 (web: a fixture, on this module's browser)
 from whisper_endpoint.audio.decode import decode_file

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from faster_whisper import WhisperModel
 
-from tests.conftest import decode_reference
+from support.audio import decode_reference
 from whisper_endpoint.core.config import InferenceConfig
 
 DIALOGUE = Path(__file__).resolve().parents[1] / "audio" / "dialogues" / "fillets_cave.flac"  # 76 s: batched

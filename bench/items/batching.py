@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bench import backends, inputs
-from bench.measure import interleaved
+from support.measure import interleaved
 
 
 def run(plan) -> dict:

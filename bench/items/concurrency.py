@@ -24,7 +24,7 @@ import requests
 
 from bench import inputs
 from bench.items.serving import launch_server, wait_ready
-from bench.measure import cpu_seconds, rss_mib
+from support.measure import cpu_seconds, rss_mib
 
 # name: (MAX_CONCURRENCY, CPU_THREADS per CTranslate2 worker); the plan names the variants it runs.
 SETTINGS = {"mc1_threads1": (1, 1), "mc1_threads2": (1, 2), "mc2_threads1": (2, 1), "mc2_threads2": (2, 2),

@@ -1,5 +1,9 @@
 """Item 5: the diarization share of a request, CPU time and peak memory per stage at growing lengths
-(one fresh process per length), and the speaker merge alone at growing word counts."""
+(one fresh process per length), and the speaker merge alone at growing word counts.
+
+Parts run only when named: ``diarization_merge`` (the merge alone), ``diarization_share`` (the
+diarizer's CPU over the ASR at the long lengths; defaults beside one thread) and
+``diarization_alongside`` (the diarization alongside the ASR against after it)."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import time
 from pathlib import Path
 
 from bench import backends, inputs
-from bench.measure import loadavg, timed, timed_cpu
+from support.measure import loadavg, timed, timed_cpu
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,7 +90,7 @@ def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict
     audio up to DIARIZATION_ALONGSIDE_S (speakers/alongside.py): then the request's wall, CPU and peak
     only, no stages (a stage's CPU time is the process's, which the other stage running at once would
     fill); else after the ASR, as longer audio, per stage."""
-    from bench.measure import rss_mib
+    from support.measure import rss_mib
     from bench.stages import StageClock, watch_handler
     from whisper_endpoint.speakers.merge import merge_speakers
 
@@ -137,8 +141,16 @@ def one(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict
     }
 
 
+# The smoke run's children by (seconds, threads, alongside): there item 5's parts repeat runs item 5 has
+# made (same tiny input), and timings mean nothing, so each distinct run is made once per process.
+_QUICK_RUNS: dict[tuple, dict] = {}
+
+
 def _child(plan, seconds: float, threads: int = 1, alongside: bool = False) -> dict:
     """``one`` in a fresh process; threads 0: without the thread variables, as a user starts it."""
+    key = (seconds, threads, alongside)
+    if plan.quick and key in _QUICK_RUNS:
+        return _QUICK_RUNS[key]
     env = {name: value for name, value in os.environ.items()
            if name not in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "CPU_THREADS", "DIARIZATION_THREADS")}
     if threads:
@@ -150,7 +162,10 @@ def _child(plan, seconds: float, threads: int = 1, alongside: bool = False) -> d
     )
     if completed.returncode != 0:
         raise RuntimeError(f"diarization child for {seconds} s failed: {completed.stderr[-2000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    row = json.loads(completed.stdout.strip().splitlines()[-1])
+    if plan.quick:
+        _QUICK_RUNS[key] = row
+    return row
 
 
 def run(plan) -> dict:
@@ -166,9 +181,10 @@ def run(plan) -> dict:
 
 
 def threads_summary(runs: list[dict]) -> dict:
-    """Per thread setting (0: defaults): each run's plain and diarized request, wall and CPU s, and the
-    medians' ratios (diarized / plain; defaults / one thread)."""
+    """Per thread setting that ran (0: defaults): each run's plain and diarized request, wall and CPU s, and
+    the medians' ratios (diarized / plain; defaults / one thread, when both ran)."""
     by = {threads: [row for row in runs if row["threads"] == threads] for threads in (0, 1)}
+    by = {threads: rows for threads, rows in by.items() if rows}
 
     def median(threads: int, key: str) -> float:
         return statistics.median(row[key] for row in by[threads])
@@ -180,9 +196,52 @@ def threads_summary(runs: list[dict]) -> dict:
         "diarized_over_plain_cpu": round(median(threads, "asr_with_diarization_cpu_s") / median(threads, "asr_alone_cpu_s"), 2),
     } for threads, rows in by.items()}
     summary["audio_s"] = runs[0]["audio_s"]
-    summary["defaults_over_one_thread_diarized_wall"] = round(
-        median(0, "asr_with_diarization_s") / median(1, "asr_with_diarization_s"), 2)
+    if len(by) == 2:
+        summary["defaults_over_one_thread_diarized_wall"] = round(
+            median(0, "asr_with_diarization_s") / median(1, "asr_with_diarization_s"), 2)
     return summary
+
+
+SHARE_KEYS = ("audio_s", "threads", "asr_alone_s", "asr_with_diarization_s", "asr_alone_cpu_s",
+              "asr_with_diarization_cpu_s", "diarizer_over_asr", "peak_rss_mib", "loadavg")
+
+
+def run_share(plan) -> dict:
+    """``--items diarization_share``: the diarizer's CPU time over the ASR it labels at each length (one
+    thread, the diarization after the ASR, per stage), then a diarized request's wall over a plain one's
+    at the defaults beside one thread (after the ASR), alternated; each run a fresh process."""
+    sizes = plan.diarizer_share
+    lengths = []
+    for seconds in sizes.lengths_s:
+        row = _child(plan, seconds)
+        stages = row["stages"]["cpu_s"]
+        lengths.append({key: row[key] for key in SHARE_KEYS} | {"diarizer_cpu_s": stages.get("diarization"),
+                                                                "stages_cpu_s": stages})
+    runs = [_child(plan, sizes.threads_s, threads=threads) for threads in (0, 1) * sizes.pairs]
+    return {"cores": len(os.sched_getaffinity(0)), "one_thread": lengths,
+            "threads": threads_summary(runs) if runs else None}
+
+
+def run_alongside(plan) -> dict:
+    """``--items diarization_alongside``: a diarized request with its diarization alongside the ASR (the
+    default up to DIARIZATION_ALONGSIDE_S) and after it, at the defaults and on one thread, each beside a
+    plain request in the same fresh process (``one``), alternated; whether both found the same speakers,
+    turns and words at each thread setting (the ASR's own thread count may move a word)."""
+    sizes = plan.alongside
+    runs: dict[bool, list[dict]] = {True: [], False: []}
+    for _ in range(sizes.pairs):
+        for alongside in (True, False):
+            for threads in sizes.threads:
+                runs[alongside].append(_child(plan, sizes.seconds, threads=threads, alongside=alongside))
+
+    def found(row: dict) -> tuple:
+        return tuple(row["speakers"]), row["turns"], row["words"]
+
+    same = {("defaults" if threads == 0 else "one_thread"):
+            len({found(row) for row in runs[True] + runs[False] if row["threads"] == threads}) == 1
+            for threads in sizes.threads}
+    return {"cores": len(os.sched_getaffinity(0)), "alongside": threads_summary(runs[True]),
+            "after": threads_summary(runs[False]), "same_speakers_turns_and_words": same}
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 
 from bench import backends, inputs
-from bench.measure import interleaved
+from support.measure import interleaved
 
 LENGTHS = ("short", "long")
 
@@ -19,7 +19,7 @@ def _ratio(result: dict, mine: str, theirs: str, key: str = "median_cpu_s") -> f
 def _summarise(result: dict, raw: str) -> dict:
     """Keep times, whether the texts match, and how much they differ (WER of the handler's text
     against the raw backend's); drop the transcripts themselves."""
-    from scripts.metrics import wer
+    from support.metrics import wer
 
     texts = {name: entry.pop("result") for name, entry in result.items()}
     return {"variants": result, "same_text": len(set(texts.values())) == 1,
@@ -133,17 +133,3 @@ def run_ctranslate2(plan) -> dict:
 def run_short(plan) -> dict:
     """Both backends on the short clip only (``--items overhead_short``)."""
     return {"ctranslate2": ctranslate2(plan, ("short",)), "transformers": transformers(plan, ("short",))}
-
-
-def parts(results: dict) -> dict | None:
-    """Item 1 as {backend: {length: figures}}, each figure from the latest run that measured it
-    (``overhead``, then ``overhead_short`` / ``overhead_ctranslate2`` / ``overhead_transformers`` re-runs,
-    by finishing time)."""
-    items = results.get("items", {})
-    runs = [items[name] for name in ("overhead", "overhead_short", "overhead_ctranslate2", "overhead_transformers")
-            if items.get(name, {}).get("status") == "ok"]
-    merged: dict = {}
-    for entry in sorted(runs, key=lambda e: e.get("finished_at", 0)):
-        for backend in ("ctranslate2", "transformers"):
-            merged.setdefault(backend, {}).update(entry.get(backend, {}))
-    return {k: v for k, v in merged.items() if v} or None

@@ -6,7 +6,7 @@ faster-whisper choice the handler makes by length, so it is measured on raw fast
 from __future__ import annotations
 
 from bench import backends, inputs
-from bench.measure import interleaved
+from support.measure import interleaved
 
 
 def _times(result: dict, baseline: str) -> dict:

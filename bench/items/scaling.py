@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def one(plan, seconds: float) -> dict:
     """Run in the child: load, measure RSS, transcribe once, report."""
     from bench import backends, inputs
-    from bench.measure import peak_rss_mib, reset_peak_rss, rss_mib, timed_cpu
+    from support.measure import peak_rss_mib, reset_peak_rss, rss_mib, timed_cpu
 
     audio = inputs.long_audio(plan, seconds)
     inputs.samples.cache_clear()  # keep only this length's array, as a server would

@@ -1,12 +1,11 @@
 """Item 7: latency of short requests and a load test against the real server on loopback.
 
 The server runs as its own process (server.py serve, MAX_CONCURRENCY=1 as on CPU by default);
-requests come from scripts/load_test.py's client (requests + threads); the server's RSS is sampled
+requests come from support/load.py's client (requests + threads); the server's RSS is sampled
 every second for the whole item."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
@@ -18,16 +17,10 @@ import requests
 
 from bench import inputs
 from bench.backends import THREADS
-from bench.measure import RssSampler, cpu_seconds, rss_mib
+from support.load import run_load
+from support.measure import RssSampler, cpu_seconds, rss_mib
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-def _load_test_module():
-    spec = importlib.util.spec_from_file_location("load_test", ROOT / "scripts" / "load_test.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _free_port() -> int:
@@ -81,18 +74,17 @@ def _with_server_cpu(pid: int, load) -> dict:
 
 
 def run(plan, workdir: Path) -> dict:
-    load_test = _load_test_module()
     clip_file = inputs.clip_path(plan.latency_clip)
     body = clip_file.read_bytes()
     process, url = start_server(plan.model, workdir / "server.log")
     try:
         with RssSampler(process.pid, interval=1.0) as memory:
             requests.post(f"{url}/predict", data=body, headers={"Content-Type": "audio/flac"}, timeout=600)  # warm-up
-            latency = _with_server_cpu(process.pid, lambda: load_test.run(
+            latency = _with_server_cpu(process.pid, lambda: run_load(
                 f"{url}/predict", body, plan.latency_requests, 1, process.pid))
             levels = []
             for concurrency, total in plan.load:
-                levels.append(_with_server_cpu(process.pid, lambda: load_test.run(
+                levels.append(_with_server_cpu(process.pid, lambda: run_load(
                     f"{url}/predict", body, total, concurrency, process.pid, checkpoint=max(1, total // 2))))
         final_rss = rss_mib(process.pid)
     finally:

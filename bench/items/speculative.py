@@ -12,7 +12,7 @@ assistance when timestamps are asked; one clip checks that (unassisted, the same
 from __future__ import annotations
 
 from bench import backends, inputs
-from bench.measure import interleaved
+from support.measure import interleaved
 
 
 def run(plan) -> dict:

@@ -1,0 +1,203 @@
+"""Our embedded diarizer beside senko 0.2.2 (Silero VAD + CAM++ + spectral clustering) on the same files.
+
+senko is a peer, not a dependency: it runs in its own virtual environment, made once on this machine
+(it pulls torch, umap-learn, hdbscan, numba and silero-vad, whose weights ship in the wheel):
+
+    python3 -m venv /work/venvs/senko && /work/venvs/senko/bin/pip install senko==0.2.2
+    HF_HUB_OFFLINE=1 .venv/bin/python -m evaluation senko [--senko-python /work/venvs/senko/bin/python]
+
+Each system runs in a fresh process per thread setting, in the order ours, senko, ours, senko: one
+thread (OMP_NUM_THREADS=1, torch and senko's own thread count at 1) and the defaults a user starts
+with (no thread variables; our diarizer picks its threads by the cores, senko takes every core). Each
+process first diarizes one file untimed (warm-up), then every file: its process CPU time (all threads)
+and wall time. Both read the same 16 kHz 16-bit WAV copies (senko accepts nothing else). DER as in
+``support.metrics.der`` (pyannote.metrics, collars 0 and 0.25; our exclusive turns, senko's merged
+segments). Writes results/senko.json.
+
+This file is also the child both processes run (``--child``): at the top it imports the standard
+library only, so senko's interpreter can run it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]  # the child imports nothing of the repository's
+SENKO_PYTHON = "/work/venvs/senko/bin/python"
+# (name, audio, reference, seconds kept or None, set): the dev dialogues (tuned on), the Japanese
+# meeting and the first 5 min of the 13.4 min file (never tuned on).
+FILES = [
+    ("fillets_barrel", "audio/dialogues/fillets_barrel.flac", "audio/dialogues/fillets_barrel.rttm", None, "dev"),
+    ("fillets_cave", "audio/dialogues/fillets_cave.flac", "audio/dialogues/fillets_cave.rttm", None, "dev"),
+    ("flite_meeting", "audio/dialogues/flite_meeting.flac", "audio/dialogues/flite_meeting.rttm", None, "dev"),
+    ("kokoro_ja_meeting", "audio/ja/kokoro_ja_meeting.flac", "audio/ja/kokoro_ja_meeting.rttm", None, "held_out"),
+    ("fillets_long_5min", "audio/long/fillets_long.flac", "audio/long/fillets_long.rttm", 300.0, "held_out"),
+]
+WARM_UP = "flite_meeting"
+THREAD_SETTINGS = {"one_thread": 1, "defaults": 0}
+
+
+def _child_env(threads: int) -> dict:
+    names = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS", "CPU_THREADS", "DIARIZATION_THREADS")
+    env = {name: value for name, value in os.environ.items() if name not in names}
+    if threads:
+        env |= {name: str(threads) for name in names[:3]}
+    return env | {"PYTHONPATH": str(ROOT), "HF_HUB_OFFLINE": "1", "PYANNOTE_METRICS_ENABLED": "0"}
+
+
+def _ours(threads: int):
+    """name -> (wav path) -> [(start, end, speaker)], with our embedded diarizer."""
+    from whisper_endpoint.diarization.base import SpeakerCount
+    from whisper_endpoint.diarization.loader import load_diarizer
+
+    diarizer = load_diarizer("embedded", threads=threads)
+
+    def run(path: str):
+        samples = _read_wav(path)
+        output = diarizer._run(samples, SpeakerCount(), None)  # the pipeline's output, with the diarizer's threads
+        return [(turn.start, turn.end, speaker)
+                for turn, _, speaker in output.exclusive_speaker_diarization.itertracks(yield_label=True)]
+
+    return run, {"threads": diarizer.threads}
+
+
+def _senko(threads: int):
+    import senko
+    import torch
+
+    diarizer = senko.Diarizer(device="cpu", warmup=True, quiet=True)
+    if threads:
+        diarizer.logical_cores = threads  # senko sets torch's threads to this after its VAD
+        torch.set_num_threads(threads)
+
+    def run(path: str):
+        result = diarizer.diarize(path)
+        return [(s["start"], s["end"], s["speaker"]) for s in (result or {}).get("merged_segments", [])]
+
+    return run, {"threads": diarizer.logical_cores, "senko": getattr(senko, "__version__", "0.2.2")}
+
+
+def child(system: str, threads: int, wavs: dict[str, str]) -> None:
+    run, about = (_ours if system == "ours" else _senko)(threads)
+    run(wavs[WARM_UP])
+    rows = {}
+    for name, path in wavs.items():
+        cpu, wall = time.process_time(), time.perf_counter()
+        turns = run(path)
+        rows[name] = {"cpu_s": round(time.process_time() - cpu, 2), "wall_s": round(time.perf_counter() - wall, 2),
+                      "turns": turns}
+    print(json.dumps({**about, "files": rows}))
+
+
+def _read_wav(path: str):
+    import wave
+
+    import numpy as np
+
+    with wave.open(path, "rb") as file:
+        return np.frombuffer(file.readframes(file.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
+
+
+def _write_wavs(folder: Path) -> tuple[dict[str, str], dict[str, float]]:
+    import wave
+
+    import numpy as np
+
+    from evaluation.diarization import decode
+
+    wavs, seconds = {}, {}
+    for name, audio, _, keep, _ in FILES:
+        samples = decode(ROOT / audio)
+        if keep:
+            samples = samples[: round(keep * 16000)]
+        wavs[name] = str(folder / f"{name}.wav")
+        with wave.open(wavs[name], "wb") as file:
+            file.setnchannels(1), file.setsampwidth(2), file.setframerate(16000)
+            file.writeframes((np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes())
+        seconds[name] = len(samples) / 16000
+    return wavs, seconds
+
+
+def _der(name: str, turns: list, duration: float) -> dict:
+    """DER at both collars (``support.metrics.der``)."""
+    from pyannote.core import Annotation, Segment
+
+    from support.metrics import der, read_rttm
+
+    _, _, rttm, _, _ = next(entry for entry in FILES if entry[0] == name)
+    reference = read_rttm(ROOT / rttm).crop(Segment(0, duration))
+    hypothesis = Annotation(uri=name)
+    for index, (start, end, speaker) in enumerate(turns):
+        hypothesis[Segment(start, end), index] = str(speaker)
+    scores = der(reference, hypothesis, duration)
+    return {key: value for key, value in scores.items() if key.startswith("der_")}
+
+
+def _run_child(python: str, system: str, threads: int, wavs: dict[str, str]) -> dict:
+    before = os.getloadavg()
+    completed = subprocess.run(
+        [python, str(Path(__file__)), "--child", system, "--threads", str(threads), "--wavs", json.dumps(wavs)],
+        cwd=ROOT, env=_child_env(threads), capture_output=True, text=True, check=False,
+    )
+    if completed.returncode != 0:
+        raise SystemExit(f"{system} (threads {threads}) failed:\n{completed.stderr[-3000:]}")
+    found = json.loads(completed.stdout.strip().splitlines()[-1])
+    return found | {"loadavg": [round(x, 2) for x in before]}
+
+
+def summary(rows: dict, seconds: dict[str, float]) -> dict:
+    minutes = sum(seconds.values()) / 60
+    cpu = sum(row["cpu_s"] for row in rows.values())
+    wall = sum(row["wall_s"] for row in rows.values())
+    means = {f"mean_{key}": round(sum(row[key] for row in rows.values()) / len(rows), 2)
+             for key in ("der_collar_0", "der_collar_0.25")}
+    return {"cpu_s_per_audio_min": round(cpu / minutes, 2), "wall_s_per_audio_min": round(wall / minutes, 2),
+            **means}
+
+
+def main(argv: list[str]) -> int:
+    from evaluation import parser, save
+
+    options = parser("senko")
+    options.add_argument("--senko-python", default=SENKO_PYTHON)
+    args = options.parse_args(argv)
+    if not Path(args.senko_python).exists():
+        sys.exit(f"{args.senko_python} is missing: python3 -m venv /work/venvs/senko && "
+                 "/work/venvs/senko/bin/pip install senko==0.2.2")
+    with tempfile.TemporaryDirectory() as folder:
+        wavs, seconds = _write_wavs(Path(folder))
+        runs = {}
+        for setting, threads in THREAD_SETTINGS.items():
+            for system in ("ours", "senko"):
+                python = sys.executable if system == "ours" else args.senko_python
+                found = _run_child(python, system, threads, wavs)
+                for name, row in found["files"].items():
+                    row.update(_der(name, row.pop("turns"), seconds[name]))
+                runs.setdefault(setting, {})[system] = found | summary(found["files"], seconds)
+                print(setting, system, json.dumps(runs[setting][system]["cpu_s_per_audio_min"]),
+                      runs[setting][system]["mean_der_collar_0.25"], flush=True)
+    save("senko", args.out, {"files": {name: {"seconds": round(seconds[name], 1), "set": entry[4]}
+                                       for name, entry in zip(seconds, FILES, strict=True)},
+                             "runs": runs}, argv)
+    return 0
+
+
+def _child_main() -> None:
+    """``python evaluation/senko.py --child ours|senko --threads N --wavs JSON``, in either interpreter."""
+    options = argparse.ArgumentParser()
+    options.add_argument("--child", choices=("ours", "senko"), required=True)
+    options.add_argument("--threads", type=int, default=1)
+    options.add_argument("--wavs", required=True)
+    args = options.parse_args()
+    child(args.child, args.threads, json.loads(args.wavs))
+
+
+if __name__ == "__main__":
+    _child_main()

@@ -1,0 +1,122 @@
+"""The transformers backend on converted weights, against faster-whisper and the raw pipeline.
+
+    python -m evaluation transformers [--models tiny.en base] [--out results/transformers.json]
+
+For each model, on the 30 clips of audio/clips, greedy (beam 1), no timestamps, fp32 CPU:
+- the handler with ASR_BACKEND=transformers (converted weights, faster-whisper's feature padding);
+- faster-whisper on the original CTranslate2 weights (float32): same text expected;
+- the raw transformers pipeline on the converted weights with its stock feature extractor, and the
+  handler with that stock extractor swapped in (what the handler changes besides the features).
+Then long audio (the 30 clips joined with 1 s pauses, ~2.6 min) through the handler: its CPU
+default, Whisper's own sequential long-form ``generate``; its CUDA default, the pipeline's chunked
+batches (batch size 4), run here on the CPU, with segment and with word timestamps (word timestamps
+run on eager attention); and the raw pipeline's long-form ``generate``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+CLIPS = ROOT / "audio" / "clips"
+
+
+def _timed(fn, items):
+    started = time.perf_counter()
+    return [fn(item) for item in items], round(time.perf_counter() - started, 1)
+
+
+def evaluate(name: str) -> dict:
+    from faster_whisper import WhisperModel
+    from transformers import WhisperFeatureExtractor, pipeline
+
+    from support.metrics import wer
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.config import ModelSettings
+    from whisper_endpoint.handler import EndpointHandler
+    from whisper_endpoint.weights import embedded
+    from whisper_endpoint.weights.convert import converted_model_dir
+
+    settings = ModelSettings(asr_model=f"embedded:{name}", asr_backend="transformers")
+    handler = EndpointHandler(settings=settings)
+    ct2_dir = embedded.assemble(embedded.MODELS[name], settings.model_cache_dir)
+    converted = converted_model_dir(ct2_dir, settings.model_cache_dir)
+    refs = json.loads((CLIPS / "refs.json").read_text())
+    truth = [item["text"] for item in refs]
+    audio = [decode_file((CLIPS / item["file"]).read_bytes(), max_seconds=60).samples for item in refs]
+    params = {"return_timestamps": "none", "beam_size": 1}
+
+    ours, ours_s = _timed(lambda a: handler({"inputs": {"array": a, "sampling_rate": 16000},
+                                             "parameters": params})["text"], audio)
+    # The same handler with transformers' stock feature extractor: isolates what the handler itself changes.
+    tuned_features = handler.asr.pipe.feature_extractor
+    handler.asr.pipe.feature_extractor = WhisperFeatureExtractor.from_pretrained(converted)
+    stock, stock_s = _timed(lambda a: handler({"inputs": {"array": a, "sampling_rate": 16000},
+                                               "parameters": params})["text"], audio)
+    handler.asr.pipe.feature_extractor = tuned_features
+    fw = WhisperModel(str(ct2_dir), device="cpu", compute_type="float32")
+    theirs, fw_s = _timed(
+        lambda a: "".join(s.text for s in fw.transcribe(a, beam_size=1, without_timestamps=True)[0]).strip(), audio
+    )
+    raw_pipe = pipeline("automatic-speech-recognition", model=str(converted), device="cpu")
+    raw, raw_s = _timed(lambda a: raw_pipe(a.copy(), generate_kwargs={"num_beams": 1})["text"].strip(), audio)
+
+    joined = np.concatenate([np.concatenate([a, np.zeros(16000, np.float32)]) for a in audio])
+    long_truth = [" ".join(truth)]
+
+    def handler_long(params, chunked: bool):
+        handler.asr._chunks_long_audio = lambda batch_size: chunked and batch_size > 1
+        try:
+            return handler({"inputs": {"array": joined, "sampling_rate": 16000}, "parameters": params})["text"]
+        finally:
+            del handler.asr._chunks_long_audio  # back to the class's own rule
+
+    long_params = {"beam_size": 1, "batch_size": 4, "return_timestamps": "segment"}
+    (long_form,), long_form_s = _timed(lambda p: handler_long(p, chunked=False), [long_params])
+    (chunked,), chunked_s = _timed(lambda p: handler_long(p, chunked=True), [long_params])
+    (chunked_words,), chunked_words_s = _timed(
+        lambda p: handler_long(p, chunked=True), [{**long_params, "return_timestamps": "word"}]
+    )
+    (raw_long,), raw_long_s = _timed(
+        lambda a: raw_pipe(a.copy(), return_timestamps=True, generate_kwargs={"num_beams": 1})["text"], [joined]
+    )
+    return {
+        "model": name,
+        "clips_identical_handler_vs_faster_whisper": sum(a == b for a, b in zip(ours, theirs)),
+        "clips_identical_raw_pipeline_vs_faster_whisper": sum(a == b for a, b in zip(raw, theirs)),
+        "clips_wer_handler_transformers": round(100 * wer(truth, ours), 2),
+        "clips_wer_raw_pipeline": round(100 * wer(truth, raw), 2),
+        "clips_wer_handler_stock_features": round(100 * wer(truth, stock), 2),
+        "clips_identical_handler_stock_features_vs_raw_pipeline": sum(a == b for a, b in zip(stock, raw)),
+        "clips_wer_faster_whisper_fp32": round(100 * wer(truth, theirs), 2),
+        "clips_seconds": {"handler_transformers": ours_s, "handler_stock_features": stock_s, "raw_pipeline": raw_s, "faster_whisper_fp32": fw_s},
+        "long_seconds_audio": round(len(joined) / 16000, 1),
+        "long_wer": {
+            "handler_long_form": round(100 * wer(long_truth, [long_form]), 2),
+            "handler_chunked_batch4": round(100 * wer(long_truth, [chunked]), 2),
+            "handler_chunked_batch4_word_timestamps": round(100 * wer(long_truth, [chunked_words]), 2),
+            "raw_pipeline_long_form": round(100 * wer(long_truth, [raw_long]), 2),
+        },
+        "long_seconds": {
+            "handler_long_form": long_form_s,
+            "handler_chunked_batch4": chunked_s,
+            "handler_chunked_batch4_word_timestamps": chunked_words_s,
+            "raw_pipeline_long_form": raw_long_s,
+        },
+    }
+
+
+def main(argv: list[str]) -> int:
+    from evaluation import parser, save
+
+    options = parser("transformers")
+    options.add_argument("--models", nargs="+", default=["tiny.en", "base"])
+    args = options.parse_args(argv)
+    rows = [evaluate(name) for name in args.models]
+    print(json.dumps(rows, indent=2))
+    save("transformers", args.out, {"models": rows}, argv)
+    return 0
