@@ -85,7 +85,7 @@ def _times(item) -> tuple[float, float]:
 def evaluate(names: list[str]) -> dict:
     import numpy as np
 
-    from support.metrics import cp_wer, tcp_wer
+    from support.metrics import Said, cp_wer, tcp_wer
     from whisper_endpoint.core.config import InferenceConfig, ModelSettings
     from whisper_endpoint.handler import EndpointHandler
     from whisper_endpoint.speakers.merge import merge_speakers
@@ -106,7 +106,8 @@ def evaluate(names: list[str]) -> dict:
         unit = "cpcer" if characters else "cpwer"
         row = {"file": shown(path), "tuned_on": tuned, "duration_s": round(duration, 1),
                "speakers_found": len(diarization.speakers), "speakers_true": len({t["speaker"] for t in truth_turns})}
-        for side, merged in (("ours", said(ours)), ("reference", theirs)):
+        untimed = [Said(run["speaker"], 0.0, 0.0, run["text"]) for run in theirs]  # the reference keeps no times
+        for side, merged in (("ours", said(ours)), ("reference", untimed)):
             row[f"{unit}_{side}"] = round(100 * cp_wer(truth, merged, characters=characters), 2)
             if side == "ours":  # the reference merge keeps no times
                 row[f"t{unit}_{side}"] = round(100 * tcp_wer(truth, merged, characters=characters), 2)
