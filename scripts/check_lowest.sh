@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Do the floors hold? Installs the lowest version requirements-runtime.txt and requirements-server.txt
 # allow of every package they give a ">=" floor into a venv layered over an existing environment, then
-# runs the fast tests there. Not run by CI. (requirements.txt adds the platforms' pins over the
+# runs the fast tier of the tests there. Not run by CI. (requirements.txt adds the platforms' pins over the
 # runtime file: they are checked by scripts/simulate_endpoint.sh, not here.)
 #
 #   BASE_VENV=.venv scripts/check_lowest.sh [PYTEST_ARGS...]
@@ -37,9 +37,6 @@ export PYTHONPATH="$ROOT${PYTHONPATH:+:$PYTHONPATH}"
 export HF_HUB_OFFLINE=1 MODEL_CACHE_DIR="$WORK/models" TEST_MODEL_CACHE="$WORK/models"
 status=0  # a failed conversion (transformers) is a finding too: the tests still run and say the rest
 "$VENV/bin/python" -m whisper_endpoint.weights tiny.en base || { status=1; echo "model assembly failed" >&2; }
-[ $# -gt 0 ] || set -- -q -p no:cacheprovider tests/test_audio.py tests/test_parameters.py tests/test_windows.py \
-    tests/test_bounds.py tests/test_handler.py tests/test_speaker_merge.py tests/test_formats.py \
-    tests/test_models.py tests/test_endpoint_repo.py tests/test_transformers_backend.py tests/test_openai_api.py \
-    tests/test_diarization.py tests/test_diarization_backend.py
+[ $# -gt 0 ] || set -- -q -p no:cacheprovider -m "not slow"  # the fast tier (tests/tiers.py)
 "$VENV/bin/python" -m pytest "$@" || status=$?
 exit $status

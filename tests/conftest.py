@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from support.audio import read_clip
+from tests import tiers
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 # Servers built with the default settings keep their speaker library in a folder of this run, never in the
@@ -25,6 +26,34 @@ def pytest_configure(config):
     if hasattr(config.option, "allow_hosts") and not config.option.allow_hosts:
         config.option.allow_hosts = LOOPBACK_HOSTS
         config.option.allow_unix_socket = True  # local IPC (multiprocessing, Ray's workers)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The slow tier: every test that uses something slow (tests/tiers.py) is marked ``slow``."""
+    for item in items:
+        found = tiers.item_reasons(item)
+        if found and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow(reason=", ".join(found)))
+
+
+_LONG_FAST_TESTS: list[tuple[str, float]] = []
+
+
+def pytest_runtest_logreport(report):
+    # setup (fixtures) and call together: what the fast tier pays for the test
+    if report.when in ("setup", "call") and "slow" not in report.keywords:
+        _LONG_FAST_TESTS.append((report.nodeid, report.duration))
+
+
+def pytest_terminal_summary(terminalreporter):
+    totals: dict[str, float] = {}
+    for nodeid, seconds in _LONG_FAST_TESTS:
+        totals[nodeid] = totals.get(nodeid, 0.0) + seconds
+    long = sorted((s, n) for n, s in totals.items() if s > tiers.FAST_LIMIT_S)
+    if long:
+        terminalreporter.section("fast tests that took long (mark them slow, or make them fast)")
+        for seconds, nodeid in reversed(long):
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
 
 
 @pytest.fixture(scope="session")
