@@ -21,7 +21,7 @@ from support import links
 ROOT = Path(__file__).resolve().parents[1]
 USER_DOCS = ["README.md", "CHANGELOG.md", "docs/*.md", "audio/**/README.md"]
 PAGES = ["README.md", "docs/*.md", "docs/notes/*.md"]  # where figures are quoted
-RESULTS_NAME = re.compile(r"results/((?:archive/)?[\w.-]+\.json)")
+RESULTS_NAME = re.compile(r"results/((?:archive/)?[a-z0-9_][\w.-]*\.json)")
 
 
 def cited_results(pages=PAGES, root: Path = ROOT) -> dict[str, list[str]]:
