@@ -132,7 +132,7 @@ def main(argv: list[str]) -> int:
     from whisper_endpoint.jobs import JobSettings
     from whisper_endpoint.serving.app import create_app
     from whisper_endpoint.serving.settings import ServerSettings
-    from whisper_endpoint.voice_library.settings import LibrarySettings
+    from whisper_endpoint.speakers.library.settings import LibrarySettings
 
     handler = EndpointHandler(settings=ModelSettings(asr_model=args.model, diarization_model="embedded"))
     barrel, clips = decode(BARREL), {}

@@ -166,14 +166,15 @@ def monologue() -> dict:
     """The Asterisk prompts as one monologue: one speaker, 0.5 s of silence after each."""
     import numpy as np
 
-    from whisper_endpoint.audio.decode import TARGET_RATE, decode_file
+    from whisper_endpoint.audio.decode import decode_file
+    from whisper_endpoint.core.types import SAMPLE_RATE
 
     refs = json.loads((AUDIO / "clips" / "refs.json").read_text())
     pieces = []
     for ref in refs:
         pieces += [decode_file((AUDIO / "clips" / ref["file"]).read_bytes(), max_seconds=60).samples,
-                   np.zeros(TARGET_RATE // 2, dtype=np.float32)]
-    return {"array": np.concatenate(pieces), "sampling_rate": TARGET_RATE}
+                   np.zeros(SAMPLE_RATE // 2, dtype=np.float32)]
+    return {"array": np.concatenate(pieces), "sampling_rate": SAMPLE_RATE}
 
 
 def main(argv: list[str]) -> int:

@@ -49,7 +49,7 @@ def _settings_classes():
     from whisper_endpoint.jobs.settings import JobSettings
     from whisper_endpoint.scale.serve_app import ScaleSettings
     from whisper_endpoint.serving.settings import ServerSettings
-    from whisper_endpoint.voice_library.settings import LibrarySettings
+    from whisper_endpoint.speakers.library.settings import LibrarySettings
 
     return InferenceConfig, ModelSettings, ServerSettings, JobSettings, ScaleSettings, LibrarySettings
 

@@ -9,7 +9,8 @@ import pytest
 
 from support.paths import CLIPS
 from support.audio import decode_reference, encode
-from whisper_endpoint.audio.decode import TARGET_RATE, decode_file, from_array
+from whisper_endpoint.core.types import SAMPLE_RATE
+from whisper_endpoint.audio.decode import decode_file, from_array
 from whisper_endpoint.core.errors import EmptyAudioError, InvalidInputError, PayloadTooLargeError, UndecodableAudioError
 
 CLIP = CLIPS / "asterisk_vm-next.flac"
@@ -18,18 +19,18 @@ FORMATS = [("wav", "pcm_s16le"), ("flac", "flac"), ("mp3", "libmp3lame"), ("ogg"
 
 def dominant_frequency(samples: np.ndarray) -> float:
     spectrum = np.abs(np.fft.rfft(samples))
-    return float(np.argmax(spectrum) * TARGET_RATE / len(samples))
+    return float(np.argmax(spectrum) * SAMPLE_RATE / len(samples))
 
 
 @pytest.mark.parametrize("container,codec", FORMATS)
 def test_each_container_decodes_to_the_same_audio(container, codec):
     reference = decode_reference(CLIP)
-    rate = 48000 if codec == "libopus" else TARGET_RATE  # opus encodes 48 kHz only
-    source = np.interp(np.arange(0, len(reference), TARGET_RATE / rate), np.arange(len(reference)), reference)
+    rate = 48000 if codec == "libopus" else SAMPLE_RATE  # opus encodes 48 kHz only
+    source = np.interp(np.arange(0, len(reference), SAMPLE_RATE / rate), np.arange(len(reference)), reference)
     audio = decode_file(encode(source, rate, container, codec), max_seconds=60)
     assert audio.samples.dtype == np.float32 and audio.source_rate == rate
     # Lossy codecs add padding (priming samples); the length stays within 0.1 s.
-    assert abs(audio.duration - len(reference) / TARGET_RATE) < 0.1
+    assert abs(audio.duration - len(reference) / SAMPLE_RATE) < 0.1
     assert 0.5 < np.std(audio.samples) / np.std(reference) < 2
     assert audio.warnings == ()  # codec delay and padding are no truncation
 
@@ -86,7 +87,7 @@ def test_bytes_that_are_not_audio():
 def test_truncated_file_keeps_what_decodes_or_fails_cleanly():
     data = CLIP.read_bytes()
     audio = decode_file(data[: len(data) // 2], max_seconds=60)
-    assert 0 < audio.duration < len(decode_reference(CLIP)) / TARGET_RATE
+    assert 0 < audio.duration < len(decode_reference(CLIP)) / SAMPLE_RATE
 
 
 def _streamed_flac(data: bytes) -> bytes:
@@ -106,8 +107,8 @@ def _streamed_wav(data: bytes) -> bytes:
 
 def _clip_as(container: str, codec: str, **options) -> bytes:
     reference = decode_reference(CLIP)
-    rate = 48000 if codec == "libopus" else TARGET_RATE
-    source = np.interp(np.arange(0, len(reference), TARGET_RATE / rate), np.arange(len(reference)), reference)
+    rate = 48000 if codec == "libopus" else SAMPLE_RATE
+    source = np.interp(np.arange(0, len(reference), SAMPLE_RATE / rate), np.arange(len(reference)), reference)
     return encode(source, rate, container, codec, options=options)
 
 

@@ -17,7 +17,7 @@ RATE = 16000
 
 @pytest.fixture(scope="module")
 def network():
-    from whisper_endpoint.diarization.campplus import CamPlusPlusEmbedding
+    from whisper_endpoint.diarization.embedded.campplus import CamPlusPlusEmbedding
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -32,7 +32,7 @@ def _fbank(network, samples: np.ndarray) -> torch.Tensor:
 
 @pytest.mark.parametrize("seconds", [24.0, 7.33])  # a whole tile with its context; a short, odd length
 def test_trunk_frames_equal_torch(network, seconds):
-    from whisper_endpoint.diarization import campplus_onnx
+    from whisper_endpoint.diarization.embedded import campplus_onnx
 
     assert network.onnx_trunk is not None
     samples = decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[5 * RATE: 5 * RATE + round(seconds * RATE)]
@@ -44,7 +44,7 @@ def test_trunk_frames_equal_torch(network, seconds):
 
 
 def test_pooled_embeddings_point_the_same_way(network):
-    from whisper_endpoint.diarization import pooled
+    from whisper_endpoint.diarization.embedded import pooled
 
     samples = torch.from_numpy(decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")[: 30 * RATE])
     masks = np.zeros((3, 589, 2), dtype=np.float32)
@@ -67,7 +67,7 @@ def test_torch_without_the_export(tmp_path, monkeypatch, network):
     """No ``onnx`` package and no export yet: the trunk stays torch's (the fallback), and says so."""
     import builtins
 
-    from whisper_endpoint.diarization import campplus_onnx
+    from whisper_endpoint.diarization.embedded import campplus_onnx
 
     checkpoint, code = tmp_path / "weights.pt", tmp_path / "camplusplus.py"
     checkpoint.write_bytes(b"other weights")
@@ -101,7 +101,7 @@ def _keyed_files(folder):
 
 def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
     """A file beside the checkpoint that does not give torch's frames (another network's) is refused."""
-    from whisper_endpoint.diarization import campplus_onnx
+    from whisper_endpoint.diarization.embedded import campplus_onnx
 
     checkpoint, code = _keyed_files(tmp_path)
     _another_networks_export(tmp_path / campplus_onnx.file_name(checkpoint, code))
@@ -110,7 +110,7 @@ def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
 
 def test_a_stale_export_in_the_cache_is_made_again(tmp_path, network):
     """A file in the model cache that does not match is exported again (else torch for good)."""
-    from whisper_endpoint.diarization import campplus_onnx
+    from whisper_endpoint.diarization.embedded import campplus_onnx
 
     checkpoint, code = _keyed_files(tmp_path)
     stale = tmp_path / "cache" / "diarization" / campplus_onnx.file_name(checkpoint, code)
@@ -124,7 +124,7 @@ def test_the_export_goes_into_the_handlers_model_cache(tmp_path, monkeypatch):
     (a caller that builds its settings in code got its export in the default cache), and the embedded
     pipeline segments with the shared first layer."""
     from whisper_endpoint.diarization import load_diarizer
-    from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
+    from whisper_endpoint.diarization.embedded.shared_sincnet import SharedSincInference
 
     monkeypatch.setenv("MODEL_CACHE_DIR", str(tmp_path / "environment"))
     pipeline = load_diarizer("embedded", device="cpu", cache_dir=tmp_path / "settings", threads=1).pipeline

@@ -150,7 +150,8 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
     import torch
     from pyannote.core import Timeline
 
-    from whisper_endpoint.diarization import pooled, turn_check
+    from whisper_endpoint.diarization.embedded import pooled
+    from whisper_endpoint.diarization.refinements import turn_check
 
     pipeline = embedded.pipeline
     output = pipeline({"waveform": torch.from_numpy(sample)[None], "sample_rate": 16000, "uri": "sample"})
@@ -172,7 +173,7 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
 def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_edges(monkeypatch):
     """Silero runs a block at a time (its memory stays flat); a speech region across a block edge
     comes back whole, and only edges near the cut may move (Silero's state starts afresh there)."""
-    from whisper_endpoint.diarization import speech_fill
+    from whisper_endpoint.diarization.refinements import speech_fill
 
     samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")
     options = speech_fill.SpeechFillOptions()
@@ -187,7 +188,7 @@ def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_
 
 @pytest.fixture(scope="module")
 def checkpoints(embedded):
-    from whisper_endpoint.diarization.campplus import campplus_checkpoint, segmentation_checkpoint
+    from whisper_endpoint.diarization.embedded.campplus import campplus_checkpoint, segmentation_checkpoint
 
     return segmentation_checkpoint(), campplus_checkpoint()
 

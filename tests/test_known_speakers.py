@@ -86,7 +86,8 @@ def named_handler(diarizing_handler, settings_factory, fish, tmp_path_factory):
     for index, clip in enumerate(fish["big_fish"]):
         (folder / "big_fish" / f"clip{index}.flac").write_bytes(_flac(clip))
     handler = copy.copy(diarizing_handler)  # the same loaded models
-    handler.voices = speaker_labels.load_voices(settings_factory(speakers_dir=folder), handler.diarizer)
+    handler.speakers = copy.copy(handler.speakers)
+    handler.speakers.voices = speaker_labels.load_voices(settings_factory(speakers_dir=folder), handler.diarizer)
     return handler
 
 
@@ -130,10 +131,10 @@ def test_request_and_speakers_dir_names_reach_every_format_with_embeddings(named
 
 def test_a_request_name_wins_over_the_same_name_in_speakers_dir(named_handler, fish):
     config = InferenceConfig(known_speakers=[{"name": "big_fish", "audio": _b64(fish["small_fish"][0])}])
-    voices = speaker_labels.request_voices(named_handler.diarizer, config, named_handler.voices)
+    voices = speaker_labels.request_voices(named_handler.diarizer, config, named_handler.speakers.voices)
     small = named_handler.diarizer.embed_voice(fish["small_fish"][0])
     assert voices["big_fish"] @ small / np.linalg.norm(small) > 0.99
-    assert named_handler.voices["big_fish"] @ voices["big_fish"] < 0.99
+    assert named_handler.speakers.voices["big_fish"] @ voices["big_fish"] < 0.99
 
 
 def test_matching_is_one_to_one_and_keeps_labels_below_the_threshold():

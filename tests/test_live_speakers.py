@@ -19,7 +19,7 @@ from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
-from whisper_endpoint.voice_library.settings import LibrarySettings
+from whisper_endpoint.speakers.library.settings import LibrarySettings
 
 CAVE = AUDIO / "dialogues" / "fillets_cave.flac"
 COMPLETED = "conversation.item.input_audio_transcription.completed"

@@ -15,7 +15,8 @@ from support.paths import CLIPS
 from support.audio import clip_refs, decode_reference, encode
 from support.serving import live_server
 from whisper_endpoint import formats
-from whisper_endpoint.audio.decode import TARGET_RATE, channels_from_array, decode_channels, decode_file
+from whisper_endpoint.core.types import SAMPLE_RATE
+from whisper_endpoint.audio.decode import channels_from_array, decode_channels, decode_file
 from whisper_endpoint.batch.runner import check_formats
 from whisper_endpoint.core.errors import InvalidInputError, InvalidParameterError, PayloadTooLargeError
 from whisper_endpoint.multichannel.crosstalk import gate_crosstalk
@@ -34,7 +35,7 @@ def _placed(pieces: list[tuple[float, str]], length: int) -> np.ndarray:
     channel = np.zeros(length, np.float32)
     for start, name in pieces:
         clip = decode_reference(CLIPS / name)
-        at = int(start * TARGET_RATE)
+        at = int(start * SAMPLE_RATE)
         channel[at : at + len(clip)] = clip[: length - at]
     return channel
 
@@ -43,14 +44,14 @@ def _placed(pieces: list[tuple[float, str]], length: int) -> np.ndarray:
 def call() -> np.ndarray:
     """A 7.5 s two-party call: the agent on the left channel, the caller on the right, overlapping; each
     voice also leaks into the other channel at -25 dB, as on a phone line."""
-    length = int(7.5 * TARGET_RATE)
+    length = int(7.5 * SAMPLE_RATE)
     own = np.stack([_placed([(0.0, AGENT[0]), (5.5, AGENT[1])], length), _placed([(1.0, CALLER)], length)])
     return own + LEAK * own[::-1]
 
 
 @pytest.fixture(scope="module")
 def call_file(call) -> bytes:
-    return encode(call, TARGET_RATE, "flac", "flac", channels=2)
+    return encode(call, SAMPLE_RATE, "flac", "flac", channels=2)
 
 
 @pytest.fixture(scope="module")
@@ -102,7 +103,7 @@ def test_every_speaker_format_names_the_channels(result):
 
 def test_a_silent_channel_gives_no_words(tiny_handler, call):
     silent = np.stack([call[0], np.zeros_like(call[0])])
-    result = tiny_handler({"inputs": {"array": silent.tolist(), "sampling_rate": TARGET_RATE},
+    result = tiny_handler({"inputs": {"array": silent.tolist(), "sampling_rate": SAMPLE_RATE},
                            "parameters": {"multichannel": True}})
     assert {s["speaker"] for s in result["speakers"]} == {"CHANNEL_0"}
     assert {c["channel"] for c in result["chunks"]} == {0}
@@ -118,7 +119,7 @@ def test_dual_mono_is_reported(tiny_handler):
 
 def test_leaks_are_muted_and_overlapping_voices_kept():
     rng = np.random.default_rng(1)
-    second = TARGET_RATE
+    second = SAMPLE_RATE
     a, b = np.zeros(3 * second), np.zeros(3 * second)
     a[: 2 * second] = 0.3 * rng.standard_normal(2 * second)  # a speaks 0-2 s
     b[second:] = 0.1 * rng.standard_normal(2 * second)  # b, 10 dB quieter, speaks 1-3 s: both at 1-2 s
@@ -138,7 +139,7 @@ def test_the_down_mix_stays_the_default(call, call_file):
 
 
 def test_openai_route_with_channel_names_as_text(tiny_handler, call):
-    short = encode(call[:, : int(4.5 * TARGET_RATE)], TARGET_RATE, "flac", "flac", channels=2)  # one turn each
+    short = encode(call[:, : int(4.5 * SAMPLE_RATE)], SAMPLE_RATE, "flac", "flac", channels=2)  # one turn each
     with live_server(create_app(ServerSettings(), handler=tiny_handler)) as server:
         client = openai.OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0)
         body = client.audio.transcriptions.create(
@@ -168,8 +169,8 @@ def test_each_channel_is_resampled_on_its_own():
     t = np.arange(44100 * 2) / 44100
     tones = np.stack([0.5 * np.sin(2 * np.pi * 440 * t), 0.25 * np.sin(2 * np.pi * 1000 * t)])
     audio = decode_channels(encode(tones, 44100, "flac", "flac", channels=2), max_seconds=60)
-    assert audio.samples.shape == (2, 2 * TARGET_RATE) and audio.source_rate == 44100
-    peaks = [np.argmax(np.abs(np.fft.rfft(ch))) * TARGET_RATE / audio.samples.shape[1] for ch in audio.samples]
+    assert audio.samples.shape == (2, 2 * SAMPLE_RATE) and audio.source_rate == 44100
+    peaks = [np.argmax(np.abs(np.fft.rfft(ch))) * SAMPLE_RATE / audio.samples.shape[1] for ch in audio.samples]
     assert peaks == pytest.approx([440, 1000], abs=2)
     assert np.abs(audio.samples).max(axis=1) == pytest.approx([0.5, 0.25], abs=0.01)
 
@@ -184,7 +185,7 @@ def test_more_than_eight_channels_are_down_mixed(channels):
     """Without multichannel such a file is down-mixed like any other; FFmpeg's resampler refuses most
     of these unnamed layouts, which was a 500."""
     audio = decode_file(_wav(channels, 1.0, rate=22050), max_seconds=60)
-    assert audio.samples.shape == (TARGET_RATE,) and audio.source_channels == channels
+    assert audio.samples.shape == (SAMPLE_RATE,) and audio.source_channels == channels
     assert 0 < np.abs(audio.samples).max() < 1
 
 

@@ -312,14 +312,13 @@ def observe(handler, inputs, parameters: dict) -> Observed:
 def library_handler(diarizing_handler, tmp_path_factory):
     """The diarizing handler with a speaker library holding VOICE's speaker (the server gives handlers one)."""
     from whisper_endpoint.audio.decode import decode_file
-    from whisper_endpoint.voice_library import VoiceLibrary
+    from whisper_endpoint.speakers.library import VoiceLibrary
 
-    handler = copy.copy(diarizing_handler)
-    handler.library = VoiceLibrary(tmp_path_factory.mktemp("library") / "speakers.sqlite",
-                                   handler.diarizer.embedding_model, max_speakers=2)
+    library = VoiceLibrary(tmp_path_factory.mktemp("library") / "speakers.sqlite",
+                           diarizing_handler.diarizer.embedding_model, max_speakers=2)
     voice = decode_file(read_clip(VOICE), max_seconds=60).samples
-    handler.library.add("Enrolled", [handler.diarizer.embed_voice(voice)])
-    return handler
+    library.add("Enrolled", [diarizing_handler.diarizer.embed_voice(voice)])
+    return diarizing_handler.with_library(library)
 
 
 @pytest.fixture(scope="module")

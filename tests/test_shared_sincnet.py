@@ -20,7 +20,7 @@ RATE = 16000
 def segmentation_model():
     from pyannote.audio import Model
 
-    from whisper_endpoint.diarization.campplus import segmentation_checkpoint
+    from whisper_endpoint.diarization.embedded.campplus import segmentation_checkpoint
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -31,7 +31,7 @@ def segmentation_model():
 def _inferences(model, batch_size=4):
     from pyannote.audio.core.inference import Inference
 
-    from whisper_endpoint.diarization.shared_sincnet import SharedSincInference
+    from whisper_endpoint.diarization.embedded.shared_sincnet import SharedSincInference
 
     kwargs = dict(duration=10.0, step=1.0, skip_aggregation=True, batch_size=batch_size)
     return Inference(model, **kwargs), SharedSincInference(model, **kwargs)
@@ -54,7 +54,7 @@ def test_segmentation_equals_pyannote(segmentation_model, seconds):
 
 def test_scores_within_tolerance(segmentation_model):
     """Before the powerset labels: each window's log-probabilities against PyanNet.forward's."""
-    from whisper_endpoint.diarization.shared_sincnet import _after_first_pool, _FirstLayer
+    from whisper_endpoint.diarization.embedded.shared_sincnet import _after_first_pool, _FirstLayer
 
     samples = torch.from_numpy(decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[: 40 * RATE])
     layer = _FirstLayer(segmentation_model, samples, window_size=10 * RATE, step_size=RATE)
@@ -70,7 +70,7 @@ def test_scores_within_tolerance(segmentation_model):
 def test_the_shared_pooling_gives_each_windows_own_abs_and_pooling_bit_for_bit(segmentation_model):
     """The span's groups pooled once for each of their 3 phases, against each window's first-layer output
     (its instance norm as an affine map of the shared convolution) through abs and the max pooling."""
-    from whisper_endpoint.diarization.shared_sincnet import _FirstLayer
+    from whisper_endpoint.diarization.embedded.shared_sincnet import _FirstLayer
 
     samples = torch.from_numpy(decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[: 40 * RATE])
     layer = _FirstLayer(segmentation_model, samples, window_size=10 * RATE, step_size=RATE)

@@ -22,8 +22,8 @@ from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
-from whisper_endpoint.voice_library import VoiceLibrary
-from whisper_endpoint.voice_library.settings import LibrarySettings
+from whisper_endpoint.speakers.library import VoiceLibrary
+from whisper_endpoint.speakers.library.settings import LibrarySettings
 
 KEY = "library-key-0123456789"
 AUTH = {"Authorization": f"Bearer {KEY}"}
@@ -54,7 +54,7 @@ def test_entries_survive_reopening_and_another_embedding_model_is_refused(tmp_pa
 
 CRASH = """
 import os, sys, numpy as np
-from whisper_endpoint.voice_library import store
+from whisper_endpoint.speakers.library import store
 library = store.VoiceLibrary(sys.argv[1], "m", max_speakers=10)
 kept = library.add("Kept", [np.ones(4)])
 store._Transaction.__exit__ = lambda *exc: os._exit(9)  # killed after the write, before its commit

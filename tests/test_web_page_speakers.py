@@ -28,7 +28,7 @@ from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings
-from whisper_endpoint.voice_library.settings import LibrarySettings
+from whisper_endpoint.speakers.library.settings import LibrarySettings
 
 CAVE = AUDIO / "dialogues" / "fillets_cave.flac"
 BIG_TURN, SMALL_TURN = (22.1, 24.8), (15.4, 17.9)  # fillets_cave's turns (its .json), 2.7 s and 2.5 s

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers, shifted
 
 
@@ -43,8 +43,8 @@ def test_a_window_with_no_segment_is_retried_whole():
 
 def test_packed_times_go_back_to_the_original_audio():
     # Speech at 1-2 s and 5-6 s of the original: 0-1 s and 1-2 s once packed.
-    speech = [{"start": 1 * TARGET_RATE, "end": 2 * TARGET_RATE}, {"start": 5 * TARGET_RATE, "end": 6 * TARGET_RATE}]
-    packed = PackedSpeech(np.zeros(2 * TARGET_RATE, dtype=np.float32), [Window(0, 2)], speech)
+    speech = [{"start": 1 * SAMPLE_RATE, "end": 2 * SAMPLE_RATE}, {"start": 5 * SAMPLE_RATE, "end": 6 * SAMPLE_RATE}]
+    packed = PackedSpeech(np.zeros(2 * SAMPLE_RATE, dtype=np.float32), [Window(0, 2)], speech)
     plain, worded = Seg(0.25, 0.75), Seg(1.2, 1.8, [Word(1.2, 1.4), Word(1.5, 1.8)])
     restored = packed.original_times([plain, worded])
     assert [(s.start, s.end) for s in restored] == [(1.25, 1.75), (5.2, 5.8)]

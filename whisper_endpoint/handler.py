@@ -4,10 +4,11 @@
 server and the job worker use it for progress, deadlines and cancellation; ``handler(data)`` is what
 the platforms call.
 
-The request flow is one straight line: parse -> ASR -> (speakers) -> render; a multichannel request
-splits the channels, runs the same ASR -> (speakers) once per channel and merges them
-(``multichannel/``) before rendering. The repository's root ``handler.py`` (what Inference Endpoints
-imports) re-exports this class.
+The request flow is one straight line: parse -> speaker step (what the request asks of the speakers)
+-> ASR step, with the diarization alongside it -> the speakers of the words -> render; a multichannel
+request splits the channels, runs the same steps once per channel and merges them (``multichannel/``)
+before rendering. The repository's root ``handler.py`` (what Inference Endpoints imports) re-exports
+this class.
 """
 
 from __future__ import annotations
@@ -17,25 +18,23 @@ import logging
 import time
 from collections.abc import Callable
 
-from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import load_asr_backend
 from whisper_endpoint.core.config import ModelSettings
-from whisper_endpoint.core.decode_context import DIARIZING, DecodeContext
+from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.types import ChannelResult, Speakers, Transcript
 from whisper_endpoint.multichannel import channels
 from whisper_endpoint.multichannel.merge import merge_channels
 from whisper_endpoint.pipeline import asr_step, render
 from whisper_endpoint.pipeline.request import ParsedRequest, parse_request
-from whisper_endpoint.speakers import alongside
-from whisper_endpoint.speakers import labels as speaker_labels
+from whisper_endpoint.speakers.step import RequestSpeakers, SpeakerStep
 
 logger = logging.getLogger(__name__)
 
 
 class EndpointHandler:
-    """``speakers_from``: another handler whose diarizer, known voices and speaker library this one shares
-    (a server with several ASR models loads the diarization once). ``open_library``: (diarizer,
-    SPEAKERS_DIR's voices) -> the speaker library (voice_library/) whose voices every diarized request
+    """``speakers_from``: another handler whose speaker step (diarizer, known voices, speaker library) this
+    one shares (a server with several ASR models loads the diarization once). ``open_library``: (diarizer,
+    SPEAKERS_DIR's voices) -> the speaker library (speakers/library/) whose voices every diarized request
     names, or None; the server and the batch command pass one, the platforms' handler keeps none."""
 
     def __init__(self, path: str = "", settings: ModelSettings | None = None, *,
@@ -43,19 +42,19 @@ class EndpointHandler:
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
         self.asr = load_asr_backend(self.settings, path)
-        if speakers_from is not None:
-            self.diarizer, self.voices = speakers_from.diarizer, speakers_from.voices
-            self.library = speakers_from.library
-        else:
-            self.diarizer = speaker_labels.diarizer_from_settings(self.settings, path)
-            self.voices = speaker_labels.load_voices(self.settings, self.diarizer)  # SPEAKERS_DIR, once
-            self.library = open_library(self.diarizer, self.voices) if open_library else None
+        shared = speakers_from.speakers if speakers_from is not None else None
+        self.speakers = SpeakerStep(self.settings, path, shared=shared, open_library=open_library)
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
+
+    @property
+    def diarizer(self):
+        """The speaker step's diarizer (None: diarization is off)."""
+        return self.speakers.diarizer
 
     def with_library(self, library) -> "EndpointHandler":
         """A copy of this loaded handler that names ``library``'s voices (the models are shared, not copied)."""
         handler = copy.copy(self)
-        handler.library = library
+        handler.speakers = self.speakers.with_library(library)
         return handler
 
     def __call__(self, data: dict) -> dict:
@@ -65,58 +64,40 @@ class EndpointHandler:
         context = context or DecodeContext()
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
         config = request.config
-        voices = speaker_labels.request_voices(self.diarizer, config, self.voices, self.library)  # clips checked before ASR
+        speakers = self.speakers.request(config, request.warnings)  # clips checked before the ASR
         context.check()  # e.g. a deadline passed while the audio was decoded
         if config.multichannel:  # each channel on its own, one speaker per channel
-            return self._channels(request, context, voices)
-        diarize = speaker_labels.diarization_wanted(self.diarizer, config, request.warnings)
-        transcript, speakers = self._transcribe(request.audio.samples, config, diarize=diarize, context=context,
-                                                voices=voices)
+            return self._channels(request, context, speakers)
+        transcript, found = self._transcribe(request.audio.samples, config, speakers, context)
         return render.response(
             transcript,
             timestamps=config.return_timestamps,
             duration=request.audio.duration,
             confidence=config.return_confidence,
-            speakers=speakers,
+            speakers=found,
             warnings=request.warnings,
         )
 
-    def _channels(self, request: ParsedRequest, context: DecodeContext, voices) -> dict:
+    def _channels(self, request: ParsedRequest, context: DecodeContext, speakers: RequestSpeakers) -> dict:
         config = request.config
         context = context.narrowed(in_order=False)  # the channels' windows one channel after another
-        diarize = channels.diarize_wanted(self.diarizer, config, request.warnings)
         channel_config = channels.channel_config(config)
         results = []
         for channel in channels.split_channels(request.audio, config, request.warnings):
             if channel.samples is None:  # silent: no words, and no chance for Whisper to make some up
                 results.append(ChannelResult(channel.index, channel.name, None))
                 continue
-            transcript, speakers = self._transcribe(channel.samples, channel_config, diarize=diarize,
-                                                    context=context, voices=voices)
-            results.append(ChannelResult(channel.index, channel.name, transcript, speakers))
+            transcript, found = self._transcribe(channel.samples, channel_config, speakers, context)
+            results.append(ChannelResult(channel.index, channel.name, transcript, found))
         duration = request.audio.duration
         merged = merge_channels(results, duration=duration, with_words=config.return_speaker_words,
                                 turns=config.return_speaker_turns)
         return render.channels_response(merged, timestamps=config.return_timestamps, duration=duration,
                                         confidence=config.return_confidence, warnings=request.warnings)
 
-    def _transcribe(self, samples, config, *, diarize: bool, context: DecodeContext,
-                    voices=None) -> tuple[Transcript, Speakers | None]:
-        """One mono signal: the transcript, and its speakers when diarized."""
-        # Speakers are given word by word; the chunks still come as the request asked.
-        asr_config = config.model_copy(update={"return_timestamps": "word"}) if diarize else config
-        if not diarize:
-            return asr_step.transcribe_speech(self.asr, samples, asr_config, context), None
-        with alongside.diarizing(self.diarizer, samples, config, context,
-                                 longest_s=self.settings.diarization_alongside_s) as diarization:  # during the ASR
-            transcript = asr_step.transcribe_speech(self.asr, samples, asr_config, context)
-            if asr_step.found_none(transcript):  # no speech, no speakers
-                return transcript, speaker_labels.no_speakers(config)
-            context.stage(DIARIZING)  # the rest of the diarization; a stop reaches it at its next step
-            found = diarization()
-        speakers = speaker_labels.label_speakers(
-            self.diarizer, samples, transcript, config, len(samples) / TARGET_RATE, voices,
-            kept=context.speaker_voices, diarization=found,
-        )
-        context.check()
-        return transcript, speakers
+    def _transcribe(self, samples, config, speakers: RequestSpeakers,
+                    context: DecodeContext) -> tuple[Transcript, Speakers | None]:
+        """One mono signal: the transcript, and its speakers when diarized (the diarization runs during the ASR)."""
+        with speakers.alongside(samples, config, context, found_no_speech=asr_step.found_none) as finish:
+            transcript = asr_step.transcribe_speech(self.asr, samples, speakers.asr_config(config), context)
+            return transcript, finish(transcript)

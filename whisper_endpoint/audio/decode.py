@@ -27,8 +27,7 @@ from whisper_endpoint.core.errors import (
     PayloadTooLargeError,
     UndecodableAudioError,
 )
-
-TARGET_RATE = 16000
+from whisper_endpoint.core.types import SAMPLE_RATE
 
 _ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
 MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resampling overshoot
@@ -36,14 +35,14 @@ MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resa
 
 @dataclass(frozen=True)
 class Audio:
-    samples: np.ndarray  # float32, TARGET_RATE; mono (n,), or (channels, n) from decode_channels
+    samples: np.ndarray  # float32, SAMPLE_RATE; mono (n,), or (channels, n) from decode_channels
     source_rate: int
     source_channels: int
     warnings: tuple[str, ...] = ()  # e.g. a file that ends before its declared length
 
     @property
     def duration(self) -> float:
-        return self.samples.shape[-1] / TARGET_RATE
+        return self.samples.shape[-1] / SAMPLE_RATE
 
 
 def decode_file(data: bytes, *, max_seconds: float) -> Audio:
@@ -64,7 +63,7 @@ def decode_file(data: bytes, *, max_seconds: float) -> Audio:
         rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
         frames = _decoded_frames(container, stream)
         samples = _resample(frames, max_seconds=max_seconds)
-    return _checked(Audio(samples, rate or TARGET_RATE, channels or 1, warnings))
+    return _checked(Audio(samples, rate or SAMPLE_RATE, channels or 1, warnings))
 
 
 def _open(data: bytes):
@@ -86,7 +85,7 @@ def _open(data: bytes):
 
 def _check_duration(container, stream, max_seconds: float) -> float:
     """Count the decoded seconds, stopping (413) as soon as they pass ``max_seconds``."""
-    default_rate = stream.codec_context.sample_rate or TARGET_RATE
+    default_rate = stream.codec_context.sample_rate or SAMPLE_RATE
     seconds = 0.0
     for frame in _decoded_frames(container, stream):
         seconds += frame.samples / (frame.sample_rate or default_rate)
@@ -121,7 +120,7 @@ def from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
         )
     if len(array) / sampling_rate > max_seconds:
         raise _too_long(max_seconds)
-    if sampling_rate != TARGET_RATE and len(array):
+    if sampling_rate != SAMPLE_RATE and len(array):
         array = _resample(_array_frames(array, sampling_rate), max_seconds=max_seconds)
     return _checked(Audio(np.ascontiguousarray(array, dtype=np.float32), sampling_rate, channels))
 
@@ -149,7 +148,7 @@ def _array_frames(array: np.ndarray, rate: int):
 
 
 def _resample(frames, *, max_seconds: float) -> np.ndarray:
-    limit = int(max_seconds * TARGET_RATE)
+    limit = int(max_seconds * SAMPLE_RATE)
     chunks, total = [], 0
     resampler, source = None, None
 
@@ -171,7 +170,7 @@ def _resample(frames, *, max_seconds: float) -> np.ndarray:
         if shape != source:
             if resampler is not None:
                 keep(resampler.resample(None))
-            resampler = av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE)
+            resampler = av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
             source = shape
         keep(resampler.resample(frame))
     if resampler is not None:
@@ -226,7 +225,7 @@ def decode_channels(data: bytes, *, max_seconds: float) -> Audio:
         warnings = truncation_warnings(data, container, stream, decoded)
     with _open(data) as container:
         channels = _resample_channels(_decoded_frames(container, container.streams.audio[0]), count)
-    return _checked_channels(channels, rate or TARGET_RATE, warnings)
+    return _checked_channels(channels, rate or SAMPLE_RATE, warnings)
 
 
 def channels_from_array(values, sampling_rate: int, *, max_seconds: float) -> Audio:
@@ -281,7 +280,7 @@ def _resample_channels(frames, count: int) -> list[np.ndarray]:
         if frame.sample_rate != source:  # a chained stream can change its rate: new resamplers
             for channel in range(len(resamplers)):
                 keep(channel, None)
-            resamplers = [av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE) for _ in range(count)]
+            resamplers = [av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE) for _ in range(count)]
             source = frame.sample_rate
         for channel in range(count):
             mono = av.AudioFrame.from_ndarray(np.ascontiguousarray(planes[channel : channel + 1]), format="flt",

@@ -20,8 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
-from whisper_endpoint.core.types import Segment, Word
+from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Word
 
 WINDOW_S = 30.0
 LEAD_S = 0.5  # the window starts a little before its first segment (segment starts are approximate)
@@ -77,8 +76,8 @@ def _score(backend, samples: np.ndarray, group: list[Segment], generate_kwargs: 
     prefix = prompt + _start_tokens(backend, generate_kwargs)
     if len(prefix) + len(text_ids) + 1 > backend.model.config.max_target_positions:
         return None
-    window = samples[round(start * TARGET_RATE): round((start + WINDOW_S) * TARGET_RATE)]
-    features = backend.pipe.feature_extractor(window, sampling_rate=TARGET_RATE, return_tensors="pt").input_features
+    window = samples[round(start * SAMPLE_RATE): round((start + WINDOW_S) * SAMPLE_RATE)]
+    features = backend.pipe.feature_extractor(window, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
     ids = torch.tensor([prefix + text_ids], device=backend.device)
     with torch.inference_mode():
         logits = backend.model(input_features=features.to(backend.device, backend.dtype), decoder_input_ids=ids,

@@ -20,7 +20,6 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
@@ -28,7 +27,7 @@ from whisper_endpoint.backends.encoding import EncoderInPieces
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError
-from whisper_endpoint.core.types import Segment, Transcript, Word
+from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Transcript, Word
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +91,7 @@ class CTranslate2Backend:
         warnings = []
         if options.assisted:
             warnings.append("'assisted' needs the transformers backend with ASSISTANT_MODEL; decoded unassisted")
-        duration = len(samples) / TARGET_RATE
+        duration = len(samples) / SAMPLE_RATE
         window_s = cost.window_length(options, duration, warnings)
         kwargs = dict(
             language=options.language,
@@ -212,7 +211,7 @@ class CTranslate2Backend:
         extractor = self.model.feature_extractor
         features, frames = [], 0
         for window in packed.windows:
-            piece = packed.audio[int(window.start * TARGET_RATE): int(window.end * TARGET_RATE)]
+            piece = packed.audio[int(window.start * SAMPLE_RATE): int(window.end * SAMPLE_RATE)]
             features.append(extractor(piece)[..., :-1])
             frames += features[-1].shape[-1]
             if frames >= extractor.nb_max_frames:
@@ -226,7 +225,7 @@ class CTranslate2Backend:
         """A window's remainder through the sequential decoder, as Whisper's own seek would decode it:
         with its temperature fallback, which the batched decoder lacks (a batched retry of a 1.4 s
         remainder of the 13.4 min file looped on one word ~150 times), and a token cap."""
-        piece = audio[round(window.start * TARGET_RATE): round(window.end * TARGET_RATE)]
+        piece = audio[round(window.start * SAMPLE_RATE): round(window.end * SAMPLE_RATE)]
         # A cap far above any speech rate that still stops a loop early (each fallback retries), within
         # what the decoder context leaves after the longest prompt (tokens.py). faster-whisper puts the
         # hotwords before up to 223 tokens of previous text on each later seek: they come off it too.

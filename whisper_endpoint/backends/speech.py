@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.types import SAMPLE_RATE
 
 LANGUAGE_WINDOW_S = 30.0  # Whisper's window: what language detection looks at
 
@@ -36,12 +36,12 @@ class Speech:
         """The first ``limit_s`` seconds of speech, joined end to end (all of ``samples`` when none was found)."""
         if not self.spans:
             return samples
-        pieces = [samples[round(start * TARGET_RATE): round(end * TARGET_RATE)] for start, end in self.spans]
-        return np.concatenate(pieces)[: round(limit_s * TARGET_RATE)]
+        pieces = [samples[round(start * SAMPLE_RATE): round(end * SAMPLE_RATE)] for start, end in self.spans]
+        return np.concatenate(pieces)[: round(limit_s * SAMPLE_RATE)]
 
 
 def find_speech(samples: np.ndarray) -> Speech:
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
     found = get_speech_timestamps(np.asarray(samples, dtype=np.float32), VadOptions())
-    return Speech(tuple((span["start"] / TARGET_RATE, span["end"] / TARGET_RATE) for span in found))
+    return Speech(tuple((span["start"] / SAMPLE_RATE, span["end"] / SAMPLE_RATE) for span in found))

@@ -42,7 +42,6 @@ from pathlib import Path
 import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.backends import confidence, cost, decoding_options, speech, tokens
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
@@ -50,8 +49,12 @@ from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.core.sentences import ends_sentence
-from whisper_endpoint.core.types import Segment, Transcript, Word
-from whisper_endpoint.weights.transformers_compat import dtype_argument, set_attention, skip_unloadable_torchcodec
+from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Transcript, Word
+from whisper_endpoint.weights.transformers_compat import (
+    dtype_argument,
+    set_attention,
+    skip_unloadable_torchcodec,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -101,7 +104,7 @@ class TransformersBackend:
         check_language_options(options, is_multilingual=self.is_multilingual, model_name=self.model_name)
         context = context or DecodeContext()
         warnings: list[str] = []
-        duration = len(samples) / TARGET_RATE
+        duration = len(samples) / SAMPLE_RATE
         window_s = cost.window_length(options, duration, warnings)
         with cost.counting(duration, strict=False) as counter:
             options, probability = self._with_language(samples, options)
@@ -122,7 +125,7 @@ class TransformersBackend:
 
     def _run(self, samples, options, window_s, generate_kwargs, stop, context, warnings):
         """The pipeline's run: its output, the ``decoding`` block so far, and the windows it reported."""
-        long_audio = len(samples) > window_s * TARGET_RATE
+        long_audio = len(samples) > window_s * SAMPLE_RATE
         assisted = "assistant_model" in generate_kwargs
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
         # them: assisted long audio is chunked, one chunk at a time.
@@ -139,10 +142,10 @@ class TransformersBackend:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
             generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
         pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
-        windows = _Windows(context, _windows_total(len(samples) / TARGET_RATE, window_s if chunked else None))
+        windows = _Windows(context, _windows_total(len(samples) / SAMPLE_RATE, window_s if chunked else None))
         with windows.counting():
             output = pipe(
-                {"raw": samples, "sampling_rate": TARGET_RATE},
+                {"raw": samples, "sampling_rate": SAMPLE_RATE},
                 chunk_length_s=window_s if chunked else None,
                 batch_size=batch_size,
                 return_timestamps=timestamps,
@@ -233,7 +236,7 @@ class TransformersBackend:
 
         audio = speech.find_speech(samples).audio(samples) if options.drop_non_speech else samples
         window = audio[: self.pipe.feature_extractor.n_samples]
-        features = self.pipe.feature_extractor(window, sampling_rate=TARGET_RATE, return_tensors="pt").input_features
+        features = self.pipe.feature_extractor(window, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
         config = self.model.generation_config
         start = torch.tensor([[config.decoder_start_token_id]], device=self.device)
         with torch.inference_mode():
@@ -326,7 +329,11 @@ def _eager_twin(model):
 
 def load_assistant(path: Path, name: str, main: TransformersBackend):
     """Load a decoder-only or full-Whisper assistant and check it speaks the main model's tokens."""
-    from transformers import AutoConfig, AutoModelForCausalLM, WhisperForConditionalGeneration
+    from transformers import (
+        AutoConfig,
+        AutoModelForCausalLM,
+        WhisperForConditionalGeneration,
+    )
 
     config = AutoConfig.from_pretrained(path)
     decoder_only = any("CausalLM" in arch for arch in (config.architectures or []))

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.types import SAMPLE_RATE
 
 MIN_LEFTOVER_S = 1.0  # a remainder shorter than this is the VAD's padding, not missed speech
 
@@ -46,7 +46,7 @@ class PackedSpeech:
         """Segments (and their words) decoded on the packed audio, moved back to the original time."""
         from faster_whisper.transcribe import restore_speech_timestamps
 
-        return list(restore_speech_timestamps(segments, self.speech, TARGET_RATE))
+        return list(restore_speech_timestamps(segments, self.speech, SAMPLE_RATE))
 
 
 def pack_speech(samples: np.ndarray, window_s: float) -> PackedSpeech:

@@ -93,8 +93,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint.
 def _speaker_library(diarizer, voices):
     """The server's speaker library (SPEAKERS_DB, or beside JOBS_DB): the same voices named as by the server."""
     from whisper_endpoint.jobs.settings import JobSettings
-    from whisper_endpoint.voice_library.opening import open_library
-    from whisper_endpoint.voice_library.settings import LibrarySettings
+    from whisper_endpoint.speakers.library.opening import open_library
+    from whisper_endpoint.speakers.library.settings import LibrarySettings
 
     return open_library(LibrarySettings(), JobSettings().db, diarizer, voices)
 

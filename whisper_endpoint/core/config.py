@@ -25,6 +25,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from whisper_endpoint.core.languages import normalize_language
+from whisper_endpoint.core.types import SAMPLE_RATE
 
 DEFAULT_ASR_MODEL = "embedded:base"
 MAX_CHANNELS = 8  # of a multichannel request (from_array takes as many for a down-mix)
@@ -60,7 +61,9 @@ class KnownSpeaker(BaseModel):
         return [value] if isinstance(value, str) else value
 
 
-def _default_cache_dir() -> Path:
+def cache_root() -> Path:
+    """Where the project keeps what it makes (models, the jobs database, the speaker library) unless told
+    otherwise: ``$XDG_CACHE_HOME/whisper-endpoint``, by default ``~/.cache/whisper-endpoint``."""
     import os
 
     root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
@@ -120,7 +123,7 @@ class ModelSettings(BaseSettings):
         "replicas set it to their decode concurrency unless NUM_WORKERS is set. About 29 MiB each once used.",
     )
     model_cache_dir: Path = Field(
-        default_factory=_default_cache_dir,
+        default_factory=cache_root,
         description="Where embedded models are assembled ($XDG_CACHE_HOME is honoured).",
     )
     max_audio_seconds: float = Field(
@@ -212,7 +215,7 @@ class InferenceConfig(SubtitleOptions):
         "it is raised to 15, since each window costs a full 30 s encoder pass.",
     )
     sampling_rate: int = Field(
-        16000, ge=1000, le=384000, description="Rate of an array input; files carry their own."
+        SAMPLE_RATE, ge=1000, le=384000, description="Rate of an array input; files carry their own."
     )
     language: Optional[str] = Field(
         None, description="Code or English name (ja, japanese, mandarin...); none or auto detects it."

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The rate every input is decoded and resampled to, and the rate the models take (samples per second).
+SAMPLE_RATE = 16000
+
 
 @dataclass(frozen=True)
 class Word:

@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from whisper_endpoint.core.errors import InvalidParameterError
-from whisper_endpoint.core.types import SpeakerTurn
+from whisper_endpoint.core.types import SAMPLE_RATE, SpeakerTurn
 
 logger = logging.getLogger(__name__)
 
-SAMPLE_RATE = 16000
 # Shorter audio holds no speaker turn worth reporting (pyannote's frames are ~17 ms, its
 # embeddings need far more); it returns no turns instead of asking the models.
 MIN_SAMPLES = SAMPLE_RATE // 4
@@ -112,14 +111,12 @@ class Diarizer:
     def embed_voice(self, samples: np.ndarray) -> np.ndarray:
         """One embedding of a clip of one voice, with the model the pipeline embeds speakers with."""
         from whisper_endpoint.diarization.threads import torch_threads
-        from whisper_endpoint.diarization.voices import embed_voice
 
         with torch_threads(self.threads):
             return embed_voice(self.pipeline, samples)
 
     @property
     def embedding_model(self) -> str:
-        from whisper_endpoint.diarization.voices import embedding_model_name
 
         return embedding_model_name(self.pipeline)
 
@@ -175,3 +172,34 @@ def _turns(annotation) -> list[SpeakerTurn]:
         if segment.end > segment.start
     ]
     return sorted(turns, key=lambda turn: (turn.start, turn.end, turn.speaker))
+
+
+# --- a voice's embedding with the diarizer's own model, for naming known speakers ---------------------
+# Enrolment clips must land in the space the pipeline's speaker centroids live in, so they go through
+# the model the pipeline embeds with: CAM++ for the embedded pipeline (its ``embedding_network``), the
+# pipeline's pretrained embedding (pyannote's ``_embedding`` wrapper: WeSpeaker for community-1 and 3.1)
+# for any other pyannote pipeline, as speaches' diarization route does. The whole clip is one
+# embedding: the caller gives speech of one voice only.
+def embed_voice(pipeline, samples: np.ndarray) -> np.ndarray:
+    """One embedding (1-D float64) of 16 kHz mono ``samples``, on the pipeline's device."""
+    import torch
+
+    waveform = torch.from_numpy(np.ascontiguousarray(samples, dtype=np.float32))[None, None]
+    network = getattr(pipeline, "embedding_network", None)
+    if network is not None:  # the embedded pipeline: CAM++ directly
+        device = next(network.parameters()).device
+        with torch.inference_mode():
+            return network(waveform.to(device))[0].cpu().numpy().astype(np.float64)
+    return np.asarray(pipeline._embedding(waveform), dtype=np.float64)[0]
+
+
+def embedding_model_name(pipeline) -> str:
+    """What a client needs to know to compare vectors: which model made them."""
+    if getattr(pipeline, "embedding_network", None) is not None:
+        return "CAM++ (3D-Speaker campplus_cn_en_common, 192-dim)"
+    embedding = getattr(pipeline, "embedding", None)
+    if isinstance(embedding, str):
+        return embedding
+    if isinstance(embedding, dict):  # {"checkpoint": ..., "subfolder": ...}
+        return "/".join(str(embedding[key]) for key in ("checkpoint", "subfolder") if embedding.get(key))
+    return type(getattr(pipeline, "_embedding", embedding)).__name__

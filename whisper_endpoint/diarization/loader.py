@@ -55,8 +55,10 @@ def _embedded(repository: str | Path | None, cache_dir: Path | None, onnx: bool)
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
-        from whisper_endpoint.diarization.checkpoints import embedded_files
-        from whisper_endpoint.diarization.offline import OfflineSpeakerDiarization
+        from whisper_endpoint.diarization.embedded.checkpoints import embedded_files
+        from whisper_endpoint.diarization.embedded.pipeline import (
+            OfflineSpeakerDiarization,
+        )
 
         files = embedded_files(repository)
         logger.info("embedded diarization checkpoints: %s, %s", files.segmentation, files.campplus)

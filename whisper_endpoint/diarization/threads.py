@@ -1,13 +1,12 @@
 """The torch threads one diarization runs on, and running it at that count.
 
-pyannote's models run long chains of small ops (the segmentation LSTM's steps over a 10 s window,
-CAM++'s convolutions on a tile). torch's OpenMP threads meet at a barrier after each op and the
-waiting ones spin; where the cores are shared (the request's own ASR before it, other requests,
-other processes) a spinning thread holds the core the working one needs. On a 2-core machine at a
-load of 5-7, torch's default (2 threads) took 10-17x the CPU time and wall time of one thread
+pyannote's models run long chains of small ops (the segmentation LSTM's steps, CAM++'s convolutions on a
+tile). torch's OpenMP threads meet at a barrier after each op and the waiting ones spin; where the cores
+are shared (the request's own ASR, other requests, other processes) a spinning thread holds the core the
+working one needs, and torch's default of every core cost many times one thread's time
 (docs/benchmarks.md, "Diarization threads"). So a diarization gets one thread up to 4 cores; beyond,
-a quarter of the cores (at most 4), where SincNet's and CAM++'s larger convolutions still split well
-and the rest are left to concurrent requests and the ASR (reasoned, not measured: no such machine here).
+a quarter of the cores (at most 4), where the larger convolutions still split well (reasoned, not
+measured: no such machine here).
 """
 
 from __future__ import annotations

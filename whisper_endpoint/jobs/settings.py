@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 from typing import Optional, Union
 from urllib.parse import urlsplit
@@ -11,14 +10,15 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from whisper_endpoint.core.config import cache_root
+
 GB = 1024**3
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 
 def _default_db() -> Path:
     # Next to the embedded models (MODEL_CACHE_DIR's default): writable, and kept across restarts.
-    root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(root) / "whisper-endpoint" / "jobs" / "jobs.sqlite"
+    return cache_root() / "jobs" / "jobs.sqlite"
 
 
 class JobSettings(BaseSettings):

@@ -34,14 +34,6 @@ def channel_names(config: InferenceConfig, count: int) -> list[str]:
     return list(config.channel_names or (f"CHANNEL_{index}" for index in range(count)))
 
 
-def diarize_wanted(diarizer, config: InferenceConfig, warnings: list[str]) -> bool:
-    """Each channel is one speaker unless ``diarize_channels`` asks for its speakers too."""
-    if config.diarize_channels and diarizer is None:
-        warnings.append("diarize_channels was ignored: diarization is off on this endpoint "
-                        "(DIARIZATION_MODEL is not set); each channel is one speaker")
-    return config.diarize_channels and diarizer is not None
-
-
 def split_channels(audio: Audio, config: InferenceConfig, warnings: list[str]) -> list[Channel]:
     """The channels of ``audio`` (samples: channels x n), each to be transcribed on its own."""
     _warn_duplicates(audio.samples, warnings)

@@ -37,8 +37,8 @@ from whisper_endpoint.serving.metrics import CONTENT_TYPE, ResponseCounter
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import Handler, InferenceService
 from whisper_endpoint.serving.settings import ServerSettings
-from whisper_endpoint.voice_library.opening import open_library
-from whisper_endpoint.voice_library.settings import LibrarySettings
+from whisper_endpoint.speakers.library.opening import open_library
+from whisper_endpoint.speakers.library.settings import LibrarySettings
 
 logger = logging.getLogger(__name__)
 

@@ -20,10 +20,20 @@ import anyio
 
 from whisper_endpoint.adapters.errors import NotReadyError, with_param
 from whisper_endpoint.adapters.http import as_endpoint_error
-from whisper_endpoint.core.decode_context import DEADLINE, DISCONNECTED, DecodeContext, DecodeStopped
+from whisper_endpoint.core.decode_context import (
+    DEADLINE,
+    DISCONNECTED,
+    DecodeContext,
+    DecodeStopped,
+)
 from whisper_endpoint.serving.limits import InferenceGate
 from whisper_endpoint.serving.metrics import Metrics
-from whisper_endpoint.serving.model_pool import ModelEntry, ModelPool, UnknownModelError, parse_models
+from whisper_endpoint.serving.model_pool import (
+    ModelEntry,
+    ModelPool,
+    UnknownModelError,
+    parse_models,
+)
 from whisper_endpoint.serving.settings import ServerSettings
 
 logger = logging.getLogger(__name__)
@@ -54,7 +64,7 @@ class HandlerLoader:
 
     @property
     def library(self):
-        return getattr(self._speakers, "library", None)
+        return self._speakers.speakers.library if self._speakers is not None else None
 
 
 def model_entries(settings: ServerSettings) -> list[ModelEntry]:
@@ -102,7 +112,7 @@ class InferenceService:
 
     @property
     def library(self):
-        """The speaker library (voice_library.VoiceLibrary), once the diarizer is loaded; None when not served."""
+        """The speaker library (speakers.library.VoiceLibrary), once the diarizer is loaded; None when not served."""
         return self._library or getattr(self._loader, "library", None)
 
     @property

@@ -12,17 +12,28 @@ from typing import Annotated
 
 import anyio
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 from starlette.responses import Response
 
 from whisper_endpoint.adapters.errors import InvalidBodyError, NotFoundError
-from whisper_endpoint.core.config import MAX_CLIPS_PER_SPEAKER, KnownSpeaker, SpeakerName
+from whisper_endpoint.core.config import (
+    MAX_CLIPS_PER_SPEAKER,
+    KnownSpeaker,
+    SpeakerName,
+)
 from whisper_endpoint.core.errors import InvalidParameterError, UnsupportedOptionError
 from whisper_endpoint.jobs.store import SUCCEEDED
 from whisper_endpoint.serving.limits import limited_stream
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.speakers.enrolment import decode_clip
-from whisper_endpoint.voice_library.store import LibraryError
+from whisper_endpoint.speakers.library.store import LibraryError
 
 _Id = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 
@@ -54,7 +65,7 @@ def with_library(handler, open_library):
     copy, so the caller's handler stays as it was. Anything else passes through (the loader opens it)."""
     if handler is None or getattr(handler, "diarizer", None) is None or not hasattr(handler, "with_library"):
         return handler, None
-    library = open_library(handler.diarizer, handler.voices)
+    library = open_library(handler.diarizer, handler.speakers.voices)
     if library is None:
         return handler, None
     return handler.with_library(library), library

@@ -28,8 +28,8 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
-from whisper_endpoint.audio.decode import TARGET_RATE as SAMPLE_RATE
 from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.diarization.threads import cores
 from whisper_endpoint.speakers import labels
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from whisper_endpoint.audio.decode import TARGET_RATE, decode_file
+from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.config import KnownSpeaker, SpeakerName
 from whisper_endpoint.core.errors import (
     ClientError,
@@ -25,6 +25,7 @@ from whisper_endpoint.core.errors import (
     ModelLoadError,
     PayloadTooLargeError,
 )
+from whisper_endpoint.core.types import SAMPLE_RATE
 
 logger = logging.getLogger("whisper_endpoint.speaker_enrolment")  # its name in the logs, as before the move
 
@@ -61,7 +62,7 @@ def clip_samples(data: bytes, where: str, *, longest: float = LONGEST_CLIP_S) ->
                                     f"{SHORTEST_CLIP_S:g}-{longest:g} s of the speaker alone") from None
     except ClientError as exc:  # not audio, no audio stream, empty
         raise type(exc)(f"{where}: {exc.message}") from None
-    seconds = len(samples) / TARGET_RATE
+    seconds = len(samples) / SAMPLE_RATE
     if not SHORTEST_CLIP_S <= seconds <= longest:
         raise InvalidParameterError(f"{where}: the clip lasts {seconds:.1f} s; send "
                                     f"{SHORTEST_CLIP_S:g}-{longest:g} s of the speaker alone")

@@ -14,10 +14,14 @@ from __future__ import annotations
 import numpy as np
 
 from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
-from whisper_endpoint.core.types import SpeakerTurn, Speakers, Transcript, clamped
+from whisper_endpoint.core.types import Speakers, SpeakerTurn, Transcript, clamped
 from whisper_endpoint.diarization.base import Diarization
 from whisper_endpoint.speakers import names as speaker_names
-from whisper_endpoint.speakers.enrolment import read_speakers_dir, request_clips, voiceprints
+from whisper_endpoint.speakers.enrolment import (
+    read_speakers_dir,
+    request_clips,
+    voiceprints,
+)
 from whisper_endpoint.speakers.merge import lacks_words, merge_speakers
 
 SPEAKER_OPTIONS = ("num_speakers", "min_speakers", "max_speakers", "return_speaker_turns", "return_speaker_words",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.core.types import SpeakerTurn
+from whisper_endpoint.core.types import SAMPLE_RATE, SpeakerTurn
 
 # Cosine similarity (CAM++) at or above which a speaker takes an enrolled name, chosen on the dev
 # dialogues (fillets_barrel, flite_meeting) with scripts/evaluate_known_speakers.py: the midpoint of the
@@ -62,7 +62,7 @@ def centroids(
     exclusive: list[SpeakerTurn],
     samples: np.ndarray,
     embed: Callable[[np.ndarray], np.ndarray],
-    rate: int = 16000,
+    rate: int = SAMPLE_RATE,
 ) -> dict[str, np.ndarray]:
     """Every speaker's centroid: the pipeline's, else the embedding of its first 30 s of exclusive speech."""
     result = {}

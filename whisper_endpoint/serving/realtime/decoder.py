@@ -13,8 +13,8 @@ import time
 import anyio
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.core.decode_context import DISCONNECTED, DecodeContext
+from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.serving.realtime.session import Decoder
 from whisper_endpoint.serving.realtime.speakers import LiveSpeakers
 from whisper_endpoint.serving.service import InferenceService
@@ -62,4 +62,4 @@ class ServiceDecoder(Decoder):
 
 
 def _payload(samples: np.ndarray, parameters: dict) -> dict:
-    return {"inputs": {"array": samples, "sampling_rate": TARGET_RATE}, "parameters": parameters}
+    return {"inputs": {"array": samples, "sampling_rate": SAMPLE_RATE}, "parameters": parameters}

@@ -12,7 +12,7 @@ import binascii
 import av
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.serving.realtime.events import EventError
 
 
@@ -20,7 +20,7 @@ class PCMInput:
     def __init__(self, rate: int):
         self.rate = rate
         self._resampler = (
-            None if rate == TARGET_RATE else av.AudioResampler(format="flt", layout="mono", rate=TARGET_RATE)
+            None if rate == SAMPLE_RATE else av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
         )
 
     def decode(self, text: str, max_seconds: float) -> np.ndarray:

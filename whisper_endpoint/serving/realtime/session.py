@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
 from whisper_endpoint.core.errors import EndpointError
+from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.serving.realtime import events
 from whisper_endpoint.serving.realtime.agreement import LocalAgreement
 from whisper_endpoint.serving.realtime.config import SessionConfig
@@ -65,7 +65,7 @@ class Utterance:
 
 
 def ms(position: int) -> int:
-    return position * 1000 // TARGET_RATE
+    return position * 1000 // SAMPLE_RATE
 
 
 class RealtimeSession:
@@ -75,8 +75,8 @@ class RealtimeSession:
     def __init__(self, send: Send, decoder: Decoder, config: SessionConfig, max_utterance_s: float,
                  max_backlog_s: float = 120.0):
         self.send, self.decoder, self.config = send, decoder, config
-        self.max_utterance = int(max_utterance_s * TARGET_RATE)
-        self.max_backlog = int(max_backlog_s * TARGET_RATE)
+        self.max_utterance = int(max_utterance_s * SAMPLE_RATE)
+        self.max_backlog = int(max_backlog_s * SAMPLE_RATE)
         self.backlog = 0  # samples committed and not yet answered
         self.pcm = PCMInput(config.rate)
         self.detector = self._detector()
@@ -108,12 +108,12 @@ class RealtimeSession:
         if isinstance(event, (events.SessionUpdate, events.BetaSessionUpdate)):
             await self._update(event)
         elif isinstance(event, events.Append):
-            samples = self.pcm.decode(event.audio, self.max_utterance / TARGET_RATE)
+            samples = self.pcm.decode(event.audio, self.max_utterance / SAMPLE_RATE)
             if self.backlog + len(self.audio) + len(samples) > self.max_backlog:
                 raise events.EventError(
                     f"input_audio_buffer.append: the session holds {ms(self.backlog + len(self.audio)) / 1000:g} s "
                     f"of audio not yet transcribed, the most it may (REALTIME_MAX_BACKLOG_S="
-                    f"{self.max_backlog / TARGET_RATE:g}); this audio was dropped: wait for the transcripts",
+                    f"{self.max_backlog / SAMPLE_RATE:g}); this audio was dropped: wait for the transcripts",
                     "audio_backlog_full", event_id=event.event_id)
             await self._append(samples)
         elif isinstance(event, events.Commit):
@@ -153,7 +153,7 @@ class RealtimeSession:
 
     async def _turn(self, turn: TurnEvent) -> None:
         if turn.kind == "started" and self.utterance is None:
-            padding = self.config.turn_detection.prefix_padding_ms * TARGET_RATE // 1000
+            padding = self.config.turn_detection.prefix_padding_ms * SAMPLE_RATE // 1000
             self.utterance = Utterance(events.new_id("item"), max(self.offset, turn.sample - padding))
             await self.send(events.server_event(
                 "input_audio_buffer.speech_started", audio_start_ms=ms(self.utterance.start),
@@ -162,7 +162,7 @@ class RealtimeSession:
             await self.send(events.server_event(
                 "input_audio_buffer.speech_stopped", audio_end_ms=ms(turn.sample), item_id=self.utterance.item_id))
             limit = self.utterance.start + self.max_utterance
-            await self._commit(min(self.end, turn.sample + int(_TRAILING_S * TARGET_RATE), limit))
+            await self._commit(min(self.end, turn.sample + int(_TRAILING_S * SAMPLE_RATE), limit))
 
     def _cut(self) -> int:
         """Where an utterance at the length limit is cut: its quietest frame in the last 40 %."""
@@ -186,7 +186,7 @@ class RealtimeSession:
 
     async def _client_commit(self, event_id: str | None) -> None:
         start = self.utterance.start if self.utterance is not None else self.offset
-        if self.end - start < _MIN_COMMIT_S * TARGET_RATE:
+        if self.end - start < _MIN_COMMIT_S * SAMPLE_RATE:
             raise events.EventError(
                 f"input_audio_buffer.commit: the buffer holds {ms(self.end - start)} ms of audio; at least "
                 f"{int(_MIN_COMMIT_S * 1000)} ms are needed", "input_audio_buffer_commit_empty", event_id=event_id)
@@ -215,12 +215,12 @@ class RealtimeSession:
 
     def _keep_padding(self) -> None:
         vad = self.config.turn_detection
-        keep = (vad.prefix_padding_ms if vad else 0) * TARGET_RATE // 1000
+        keep = (vad.prefix_padding_ms if vad else 0) * SAMPLE_RATE // 1000
         if self.detector is not None and len(self.audio) > keep:
             self.offset, self.audio = self.end - keep, self.audio[len(self.audio) - keep :]
 
     def _maybe_interim(self) -> None:
-        utterance, step = self.utterance, int(INTERIM_STEP_S * TARGET_RATE)
+        utterance, step = self.utterance, int(INTERIM_STEP_S * SAMPLE_RATE)
         busy = self._interim is not None and not self._interim.done()
         # Not in a pause: the turn may end in a moment, and its final decode should not wait for this one.
         pausing = self.detector is not None and self.detector.pausing

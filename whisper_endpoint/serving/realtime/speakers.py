@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from whisper_endpoint.audio.decode import TARGET_RATE
+from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.speakers.names import match
 
 # One utterance (1-5 s) sits further from a voiceprint than a whole recording's centroid does, so below
@@ -35,7 +35,7 @@ class LiveSpeakers:
 
     def label(self, samples: np.ndarray) -> str | None:
         """Blocking (runs the embedding model): the utterance's speaker."""
-        if len(samples) < MIN_SPEECH_S * TARGET_RATE:
+        if len(samples) < MIN_SPEECH_S * SAMPLE_RATE:
             return self.last
         vector = _unit(self.embed(samples))
         named = match({"utterance": vector}, self.library(), threshold=LIVE_MATCH_THRESHOLD)

@@ -21,8 +21,13 @@ import torchaudio.compliance.kaldi as kaldi
 from pyannote.audio import Model
 
 from whisper_endpoint.core.errors import ModelLoadError
-from whisper_endpoint.diarization import campplus_onnx
-from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, network_code, segmentation_checkpoint
+from whisper_endpoint.core.types import SAMPLE_RATE
+from whisper_endpoint.diarization.embedded import campplus_onnx
+from whisper_endpoint.diarization.embedded.checkpoints import (
+    campplus_checkpoint,
+    network_code,
+    segmentation_checkpoint,
+)
 
 __all__ = ["CamPlusPlusEmbedding", "campplus_checkpoint", "segmentation_checkpoint"]
 
@@ -49,7 +54,7 @@ class CamPlusPlusEmbedding(Model):
 
     def __init__(self, checkpoint: str | Path | None = None, code: str | Path | None = None, onnx: bool = True,
                  cache_dir: str | Path | None = None):
-        super().__init__(sample_rate=16000, num_channels=1)
+        super().__init__(sample_rate=SAMPLE_RATE, num_channels=1)
         checkpoint = Path(checkpoint) if checkpoint else campplus_checkpoint()
         code = Path(code) if code else network_code(checkpoint)
         try:
@@ -68,7 +73,7 @@ class CamPlusPlusEmbedding(Model):
     def fbank(self, waveform: torch.Tensor) -> torch.Tensor:
         """(num_samples,) in [-1, 1] -> (num_frames, 80) log mel filterbank, Kaldi style."""
         return kaldi.fbank(
-            waveform[None], num_mel_bins=_MEL_BINS, sample_frequency=16000, dither=0.0
+            waveform[None], num_mel_bins=_MEL_BINS, sample_frequency=SAMPLE_RATE, dither=0.0
         )
 
     def forward(self, waveforms: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:

@@ -1,14 +1,11 @@
 """CAM++'s trunk (everything before its statistics pooling) run by ONNX Runtime, exported once per checkpoint.
 
-The trunk is the diarizer's embedding cost (``pooled.py`` runs it once over the input, in tiles). Its
-2-D and 1-D convolutions run in 0.6-0.65x the CPU time under ONNX Runtime that they take in torch on one
-thread (measured on 24 s tiles), and the frames are the same to float32 rounding (``TOLERANCE``; 4e-5
-was the largest difference seen, over the 13.4 min file's tiles: ``scripts.measure_onnx_trunk``).
-onnxruntime is already installed for faster-whisper's VAD.
-
-The trunk is exported on first use into the model cache, named by a hash of the weights and the network
-code, and checked against torch on a probe signal before it is used (``onnx_export.py``); wherever that
-fails, the trunk stays torch's.
+The trunk is the diarizer's embedding cost (``pooled.py`` runs it once over the input, in tiles), and its
+convolutions run faster under ONNX Runtime than in torch on CPU, with the same frames to float32
+rounding (``TOLERANCE``). It is exported on first use into the model cache, named by a hash of the
+weights and the network code, and checked against torch on a probe signal before use
+(``onnx_export.py``); wherever that fails, the trunk stays torch's. onnxruntime is already installed
+for faster-whisper's VAD.
 """
 
 from __future__ import annotations
@@ -18,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from whisper_endpoint.diarization import onnx_export
+from whisper_endpoint.core.types import SAMPLE_RATE
+from whisper_endpoint.diarization.embedded import onnx_export
 
 TOLERANCE = 1e-3  # on the trunk's frames, against torch's
 _PROBE_S = 3.0  # the probe signal's length (its fbank is the export's example input too)
@@ -59,7 +57,7 @@ def torch_frames(network, fbank: torch.Tensor) -> torch.Tensor:
 
 def _probe(network) -> torch.Tensor:
     """A deterministic signal's mean-normalised fbank, (1, 80, frames): a chirp with noise."""
-    rate = 16000
+    rate = SAMPLE_RATE
     t = np.arange(int(_PROBE_S * rate)) / rate
     noise = np.random.default_rng(0).standard_normal(len(t))
     samples = torch.from_numpy((0.3 * np.sin(2 * np.pi * (100 + 400 * t) * t) + 0.05 * noise).astype(np.float32))

@@ -5,6 +5,6 @@ reads ``SPEAKERS_DB`` and ``SPEAKERS_MAX``; ``opening.py`` opens the library for
 with ``SPEAKERS_DIR``'s read-only voices.
 """
 
-from whisper_endpoint.voice_library.store import LibraryError, Speaker, VoiceLibrary
+from whisper_endpoint.speakers.library.store import LibraryError, Speaker, VoiceLibrary
 
 __all__ = ["LibraryError", "Speaker", "VoiceLibrary"]

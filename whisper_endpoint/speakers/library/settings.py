@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Optional
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from whisper_endpoint.core.config import cache_root
 
 LIBRARY_FILE = "speakers.sqlite"
 
@@ -27,5 +28,4 @@ class LibrarySettings(BaseSettings):
             return self.db
         if isinstance(jobs_db, Path):
             return jobs_db.with_name(LIBRARY_FILE)
-        root = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"  # the jobs' default folder
-        return Path(root) / "whisper-endpoint" / "jobs" / LIBRARY_FILE
+        return cache_root() / "jobs" / LIBRARY_FILE  # the jobs' default folder

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 from pyannote.core import Annotation, Segment, Timeline
 
-SAMPLE_RATE = 16000
+from whisper_endpoint.core.types import SAMPLE_RATE
+
 # 640 s: whole Silero windows, two of faster-whisper's batches. Silero carries a state from window
 # to window; starting it afresh at a block moves region edges by up to ~0.15 s for a minute or two.
 BLOCK_SAMPLES = 512 * 20000

@@ -106,12 +106,10 @@ def keyed_name(stem: str, files: Iterable[Path], versions: str = "") -> str:
 
 def cache_folder(cache_dir: str | Path | None) -> Path:
     """The diarization folder of the model cache: the handler's (``ModelSettings.model_cache_dir``), else
-    ``MODEL_CACHE_DIR``, else ModelSettings' default ($XDG_CACHE_HOME honoured)."""
-    from whisper_endpoint.core.config import ModelSettings
+    ``MODEL_CACHE_DIR``, else the cache root."""
+    from whisper_endpoint.core.config import cache_root
 
-    cache = (cache_dir or os.environ.get("MODEL_CACHE_DIR")
-             or ModelSettings.model_fields["model_cache_dir"].default_factory())
-    return Path(cache) / "diarization"
+    return Path(cache_dir or os.environ.get("MODEL_CACHE_DIR") or cache_root()) / "diarization"
 
 
 def _checked(export: Export, path: Path) -> Session | None:

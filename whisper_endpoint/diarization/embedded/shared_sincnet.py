@@ -1,24 +1,18 @@
 """Segmentation windows with SincNet's first filterbank computed once over the input, not once per window.
 
-At a step of a tenth of the window (offline.py's SEGMENTATION_STEP) every sample lies in ten windows, and
-segmentation-3.0's first layer (80 sinc filters of 251 taps at a stride of 10 samples) is about a third of
-the model's time. That layer is linear, and the window's instance norm before it is an affine map of the
-window, so a window's first-layer output is a slice of the input's, scaled and shifted by the window's own
-statistics:
+At a step of a tenth of the window every sample lies in ten windows. segmentation-3.0's first layer is
+linear and the window's instance norm before it an affine map of the window, so a window's first-layer
+output is a slice of the input's, scaled and shifted by the window's own statistics:
 
     conv(w * (x - mean) / sqrt(var + eps) + b) = a * conv(x) + c * sum(filter),
     a = w / sqrt(var + eps),  c = b - a * mean
 
-The layer's abs and max pooling (3 frames) are shared too: the largest |a * y + c| of a group of frames is
-|a * y + c| at the group's largest or smallest y, for either sign of a, and float rounding keeps that order. So
-the span's output is max- and min-pooled once for each of the 3 ways a window's groups can fall on it (windows
-start 1600 first-layer frames apart), and each window takes its groups' two values: the same floats as
-abs-then-pool of the window's own affine map, bit for bit, at a third of the values per window (0.6-1.3 ms
-saved of the ~4 ms a window the first layer, its map, abs and pooling took on one thread).
-
-Everything after that (the later norms and convolutions, the LSTM) still runs per window, as PyanNet.forward
-does. The outputs equal pyannote's to float32 rounding (tests/test_shared_sincnet.py states the tolerance);
-any model this does not recognise, and the zero-padded last window, take pyannote's own path.
+The layer's abs and max pooling are shared too: the largest |a * y + c| of a group of frames is at the
+group's largest or smallest y, so the span is max- and min-pooled once for each way a window's groups
+fall on it, and each window takes its groups' two values (the same floats as its own abs-then-pool).
+Everything after that runs per window, as PyanNet.forward does; the outputs equal pyannote's to float32
+rounding (tests/test_shared_sincnet.py), and any other model, or the zero-padded last window, takes
+pyannote's own path.
 """
 
 from __future__ import annotations
@@ -34,12 +28,9 @@ from pyannote.audio.models.segmentation import PyanNet
 from pyannote.audio.utils.multi_task import map_with_specifications
 from pyannote.core import SlidingWindow, SlidingWindowFeature
 
-# Windows whose first layer is computed in one convolution: 16 windows at a 1 s step cover 25 s, so the
-# shared output is 80 x 40,000 floats (12.8 MB). Measured on a 125 s dialogue, one thread: 4 windows per
-# span saved 8% of segmentation, 16 and 32 saved 20-21%, 64 no more (a larger span's output leaves the cache).
-# The rest of SincNet runs on the pipeline's batches (4 windows), the LSTM on the whole span: its steps are
-# small matrix products that 16 windows fill better (10.0-10.3 ms per window against 12.3-12.6 at 4, one
-# thread; 32 and 64 no better), with the same outputs bit for bit.
+# Windows whose first layer is computed in one convolution: large enough that the LSTM's small matrix
+# products fill the cores better than the pipeline's batches of 4, small enough that the span's output
+# stays in the cache (16 windows at a 1 s step: 80 x 40,000 floats). The outputs are the same bit for bit.
 SPAN_WINDOWS = 16
 
 

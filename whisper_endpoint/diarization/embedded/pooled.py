@@ -1,21 +1,16 @@
 """CAM++ run once over the whole input, its frame features pooled under each speaker mask.
 
-pyannote embeds every (10 s window, local speaker) pair: with the window moving 1 s at a time,
-every second of speech went through CAM++ about ten times, more than half of a diarized request's
-CPU time (results/diarization_profile_before.json). CAM++ ends in statistics pooling (mean and
-standard deviation over time) and one dense layer, so here everything before the pooling (the
-"trunk") runs once over the input, in tiles, and each pair's embedding is the dense layer applied
-to the mean and standard deviation of the trunk's frames that its mask keeps. That is how
-pyannote's own WeSpeaker embedding treats a window's speakers (one pass over the window, pooling
-weighted by each mask); the trunk sees the other speakers around a turn, as it does there.
+pyannote embeds every (10 s window, local speaker) pair, so with a 1 s step every second of speech went
+through CAM++ about ten times. CAM++ ends in statistics pooling (mean and standard deviation over time)
+and one dense layer, so here everything before the pooling (the "trunk") runs once over the input, in
+tiles, and each pair's embedding is the dense layer applied to the mean and standard deviation of the
+trunk frames its mask keeps: how pyannote's own WeSpeaker embedding treats a window's speakers, the
+trunk seeing the other speakers around a turn as it does there.
 
-Tiles: ``tile_s`` seconds of output with ``context_s`` seconds more on each side, so frames near a
-tile's edge see about the same context as in the middle (CAM++'s dense layers reach about 2 s
-either way). Each tile's filterbank is mean-normalised over the tile, as each piece was before.
-Tiles whose output no mask uses are not computed. Sums are accumulated chunk by chunk and
-turned into embeddings once a chunk's last tile is done. What does grow with length is the copy of
-the frames kept for the turn check (``FrameStore``, float16): 51 KB per second of audio, 83 MB for
-27 minutes.
+Tiles: ``tile_s`` seconds of output with ``context_s`` more on each side, so frames near an edge see
+about the context of the middle; tiles no mask uses are not computed; sums are accumulated chunk by
+chunk. What grows with the input is the float16 copy of the frames kept for the refinements
+(``FrameStore``).
 """
 
 from __future__ import annotations
@@ -26,7 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-SAMPLE_RATE = 16000
+from whisper_endpoint.core.types import SAMPLE_RATE
+
 HOP = 160  # filterbank frame shift (10 ms)
 WINDOW = 400  # filterbank frame length (25 ms)
 STRIDE = 2  # CAM++'s first TDNN layer halves the frame rate: one trunk frame per two filterbank frames
@@ -173,7 +169,7 @@ def chunk_embeddings(trunk: Trunk, samples: torch.Tensor, masks: ChunkMasks, til
                      store: FrameStore | None = None) -> np.ndarray:
     """(chunks, speakers, dimension) embeddings; NaN for a speaker no frame of the chunk has.
     With ``store``, every trunk frame computed is kept there too."""
-    from whisper_endpoint.diarization.campplus import EMBEDDING_DIMENSION
+    from whisper_endpoint.diarization.embedded.campplus import EMBEDDING_DIMENSION
 
     num_chunks, _, num_speakers = masks.masks.shape
     embeddings = np.full((num_chunks, num_speakers, EMBEDDING_DIMENSION), np.nan, dtype=np.float32)
@@ -207,8 +203,7 @@ class _Sums:
     """Weighted frame count, sum and sum of squares of trunk features, per local speaker.
 
     The products run in torch, on the diarizer's threads (threads.py): numpy's OpenBLAS splits these
-    small products over every core and its threads spin, which took the pooling from 0.2 to 1.9 CPU s of
-    the calling thread alone on 5 min at the default threads (``scripts.profile_diarizer``)."""
+    small products over every core, and its spinning threads cost many times the work itself."""
 
     def __init__(self, num_speakers: int, channels: int):
         self.count = np.zeros(num_speakers)

@@ -1,36 +1,17 @@
 """A second look at the speaker count: a speaker whose turns fall into separate voices is split.
 
-The clustering counts speakers from 10 s windows, and when two voices are alike the segmentation
-model often takes both for one local speaker inside a window: the window's embedding mixes them,
-mixed windows join the two clusters, and the two voices end up as one speaker (three Kokoro voices,
-two of them alike women: two speakers found). Whole turns do not mix that way: on the alike-voice
-dialogues (audio/alike_voices) the turns of two alike voices are further apart than the windows.
+The clustering counts speakers from 10 s windows; when two voices are alike, the segmentation model
+often takes both for one local speaker inside a window, mixed windows join the two clusters, and two
+people come out as one. Whole turns do not mix that way. So each turn of at least ``min_turn`` seconds
+is embedded on its own (pooled as in the turn check) and each speaker's turns are cut in two by
+spectral bisection (the sign of the Fiedler vector of their cosine-similarity graph, as senko's
+spectral clustering); the sides are separate voices when every turn is nearer its own side than the
+other, by ``separation`` on average, with ``min_turns`` turns and ``min_speech`` seconds a side. Each
+side is cut again. The side with the most speech keeps the label; a split-off side the same test cannot
+tell from another speaker joins that speaker, any other becomes a new one.
 
-Each turn of at least ``min_turn`` seconds is embedded on its own (pooled as in the turn check), and
-each speaker's turns are cut in two by spectral bisection (the sign of the Fiedler vector of their
-cosine-similarity graph, as in senko's spectral clustering); the two sides are separate voices when
-every turn is nearer, in mean similarity, the other turns of its own side than those of the other
-side (a silhouette above 0), by ``separation`` on average, and each side has ``min_turns`` turns and
-``min_speech`` seconds. Each side is then cut again. The side with the most speech keeps the label; a
-split-off side that the same test cannot tell apart from another speaker's turns joins that speaker
-(two alike women under one label, one of whom also had a label of her own: one voice, not a new
-speaker), any other becomes a new speaker. Turns under ``min_turn`` stay. The test compares each turn
-with a side's mean, so one turn alike to both voices (two turns joined across a short gap) no longer
-links them, as a chain of single links did; a one-voice speaker's halves differ by chance only, and
-its turns are about as near the other half as their own: the check would rather miss a speaker than
-split one.
-
-Only the count goes up: a speaker is split, never merged below the clustering's count. ``max_speakers``
-bounds the new speakers (the most separated voice first); with ``num_speakers`` given the check does
-not run. Chosen with scripts/sweep_voice_changes.py on the tuning dialogues (old and short-gap), the
-four dev files and the one-speaker negatives, with and without the voice-change cut: the two-voice
-speakers' mean separation is 0.153 or more (t1_slt_copy 0.153, t7_slt_copy_close 0.158), the one-voice
-speakers' at most 0.132 (n2_slt_varied without the cut, 0.110 with it), and 0.14 is the middle. With
-the cut, 0.10..0.15 give every one of those files its count; without it, only 0.14 and 0.15 keep
-n2_slt_varied one speaker. Linking turns above a cosine similarity and taking connected components
-(the first form of this check) missed t1_slt_copy (one of its turns, two turns joined across a short
-gap, was above the link to both voices) and, with the voice-change cut, split a judging dialogue's
-woman in two (the split-off voice always became a new speaker).
+Only the count goes up: ``max_speakers`` bounds the new speakers (the most separated first); with
+``num_speakers`` given the check does not run. How the settings were chosen: docs/diarization.md.
 """
 
 from __future__ import annotations
@@ -41,7 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyannote.core import Annotation, Segment
 
-from whisper_endpoint.diarization.turn_check import MIN_DURATION_S, Move
+from whisper_endpoint.diarization.refinements.turn_check import MIN_DURATION_S, Move
 
 JOIN_TURNS = 10  # turns per side a join compares at most: CAM++ runs on each alone (bounded cost)
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from whisper_endpoint.voice_library.settings import LibrarySettings
-from whisper_endpoint.voice_library.store import VoiceLibrary
+from whisper_endpoint.speakers.library.settings import LibrarySettings
+from whisper_endpoint.speakers.library.store import VoiceLibrary
 
 logger = logging.getLogger(__name__)
 
