@@ -51,6 +51,7 @@ def first_run(audio_tree, tmp_path_factory, tiny_handler):
     return items, out, summary
 
 
+@pytest.mark.slow  # twenty files
 def test_twenty_files_give_nineteen_results_and_one_recorded_failure(first_run, audio_tree):
     items, out, summary = first_run
     assert len(items) == 20

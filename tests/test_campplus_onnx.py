@@ -12,6 +12,9 @@ import torch
 from support.paths import AUDIO
 from support.audio import decode_reference
 
+# slow: CAM++ exported and compared with torch
+pytestmark = pytest.mark.slow
+
 RATE = 16000
 
 

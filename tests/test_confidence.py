@@ -37,6 +37,7 @@ def test_ctranslate2_words_and_segments_carry_their_confidence(tiny_handler):
     assert "segments" not in plain and all(set(c) == {"text", "timestamp"} for c in plain["chunks"])
 
 
+@pytest.mark.slow  # both backends on the clips
 def test_transformers_scores_its_transcript_like_ctranslate2(tiny_handler, tiny_tf):
     ours = _ask(tiny_tf, return_timestamps="word", return_confidence=True)
     reference = _ask(tiny_handler, return_timestamps="word", return_confidence=True)
@@ -62,6 +63,7 @@ def test_hotwords_bring_a_missed_word(backend, tiny_handler, tiny_tf):
         assert any("condition_on_previous_text" in w for w in result["warnings"])
 
 
+@pytest.mark.slow  # long audio sampled
 def test_the_batched_path_samples_at_the_temperature_asked_and_warns_what_it_cannot_do(tiny_handler):
     gap = np.zeros(16000, np.float32)
     names = ["asterisk_conf-adminmenu-162.flac", "asterisk_vm-next.flac"]

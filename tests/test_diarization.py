@@ -54,6 +54,7 @@ def test_chunks_stay_as_asked_and_raw_turns_come_back(meeting):
     assert {t["speaker"] for t in turns} >= {run["speaker"] for run in meeting["speakers"]}
 
 
+@pytest.mark.slow  # several diarized requests
 def test_num_speakers_is_passed_through(diarizing):
     result = diarizing({"inputs": MEETING.read_bytes(), "parameters": {"num_speakers": 2, "return_timestamps": "none"}})
     assert len({run["speaker"] for run in result["speakers"]}) == 2 and result["chunks"] == []
@@ -91,6 +92,7 @@ def test_segments_without_word_times_are_labelled_whole_and_said(diarizing):
     assert "1 of 1 segments came without word times" in " ".join(speakers.warnings)
 
 
+@pytest.mark.slow  # each channel diarized
 def test_diarize_channels_labels_each_channel_s_own_speakers(diarizing):
     """Multichannel with diarize_channels: the first 10 s of the meeting (two voices) on the left, a
     clip (one voice) on the right; speakers and turns carry the channel's name."""

@@ -44,6 +44,7 @@ def timed(diarizing_handler, monkeypatch):
     return asr, diarize
 
 
+@pytest.mark.slow  # timed runs, alongside and after
 def test_the_diarization_runs_during_the_asr_and_gives_the_same_response(diarizing_handler, timed):
     from whisper_endpoint.speakers import alongside
 

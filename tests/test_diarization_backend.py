@@ -75,6 +75,7 @@ def assert_well_formed(diarization: Diarization):
     assert all(a.end <= b.start + 1e-6 for a, b in zip(exclusive, exclusive[1:], strict=False))
 
 
+@pytest.mark.slow  # the embedded pipeline loaded on its own
 def test_embedded_finds_both_speakers_of_the_pyannote_sample(embedded, sample):
     result = embedded.diarize(sample)
     assert_well_formed(result)
@@ -144,6 +145,7 @@ def test_the_default_diarization_threads_by_cores(cores, threads):
     assert diarization_threads(3) == 3  # DIARIZATION_THREADS wins
 
 
+@pytest.mark.slow  # the pipeline run on the sample
 def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, sample):
     """The real CAM++ embedding of a turn, against the real centroids: a turn handed to the other
     speaker is found and moved back (turn_check.py; here on the pyannote sample's longest turn)."""
@@ -209,6 +211,7 @@ pipeline:
 """
 
 
+@pytest.mark.slow  # a pipeline loaded from disk
 def test_a_local_config_yaml_with_local_checkpoints_loads(tmp_path, checkpoints, sample):
     """The air-gapped path: a pipeline file whose checkpoints are paths on disk, loaded as a directory
     and as the file itself."""
@@ -251,6 +254,7 @@ def _hub_snapshot(cache_dir, repo_id: str, files: dict[str, str]) -> None:
         (repo / "snapshots" / commit / name).write_text(text)
 
 
+@pytest.mark.slow  # two pipelines loaded and run
 def test_hub_id_and_local_directory_build_the_same_pipeline(tmp_path, checkpoints, sample, offline_hub):
     config = offline_pipeline_yaml(checkpoints, threshold=0.55)
     local = tmp_path / "local"

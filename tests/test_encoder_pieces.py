@@ -13,6 +13,9 @@ from support.audio import decode_reference
 from whisper_endpoint.backends import cost
 from whisper_endpoint.backends.encoding import CPU_PIECE
 
+# slow: the encoder's peak memory, measured
+pytestmark = pytest.mark.slow
+
 DIALOGUE = Path(__file__).resolve().parents[1] / "audio" / "dialogues" / "fillets_barrel.flac"  # 125 s
 WINDOW, STEP = 30 * 16000, 15 * 16000  # distinct windows, overlapping to fit seven in the dialogue
 

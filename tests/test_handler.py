@@ -21,6 +21,7 @@ from whisper_endpoint.core.errors import (
 CLIP = "asterisk_vm-next.flac"
 
 
+@pytest.mark.slow  # the same request three ways
 def test_base64_bytes_and_array_inputs_agree(tiny_handler):
     data = read_clip(CLIP)
     as_b64 = tiny_handler({"inputs": base64.b64encode(data).decode()})
@@ -77,6 +78,7 @@ def test_no_timestamps_gives_text_only(tiny_handler):
     assert result["chunks"] == [] and normalize(result["text"]) == normalize(clip_refs()[CLIP])
 
 
+@pytest.mark.slow  # long audio, batched windows
 def test_long_audio_takes_the_batched_path(tiny_handler):
     names = sorted(clip_refs())[:6]
     gap = np.zeros(8000, dtype=np.float32)
@@ -95,6 +97,7 @@ def test_vad_filter_and_initial_prompt_and_beam_search_run(tiny_handler):
     assert normalize(result["text"]) == normalize(clip_refs()[CLIP])
 
 
+@pytest.mark.slow  # ten clips decoded
 def test_quality_on_ten_clips(tiny_handler):
     names = sorted(clip_refs())[:10]
     hyps = [tiny_handler({"inputs": read_clip(name)})["text"] for name in names]

@@ -129,6 +129,7 @@ def rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
+@pytest.mark.slow  # the whole corpus through a live server
 def test_live_server_corpus_statuses_liveness_and_memory(server):
     from tests.test_server import BAD_INPUTS  # the serving tests' table: proved again here, not rebuilt
 

@@ -289,6 +289,7 @@ def test_a_transcript_with_too_many_chunks_is_refused_naming_the_limit(tiny_hand
     assert "FORMATS_MAX_ITEMS" in response.json()["error"]
 
 
+@pytest.mark.slow  # the largest transcript rendered
 def test_the_largest_transcript_renders_off_the_event_loop(server):
     """At the limits (100 000 chunks, 6 MB), rendering takes seconds of CPU: /health answers meanwhile."""
     body = transcript_body(99_999)

@@ -48,6 +48,7 @@ def test_non_speech_gives_no_words_on_transformers(tiny_tf, samples):
     _assert_no_words(tiny_tf({"inputs": _array(samples)}))
 
 
+@pytest.mark.slow  # a long noise decoded
 def test_words_only_over_the_speech_after_a_long_noise(tiny_tf):
     """Long audio, a window of pink noise then one with speech: the noise's window gave words of its own."""
     clip = decode_file(read_clip("asterisk_transfer.flac"), max_seconds=60).samples

@@ -382,6 +382,7 @@ def test_every_parameter_has_a_description_for_the_generated_table():
     assert silent == []
 
 
+@pytest.mark.slow  # long audio, twice
 def test_long_audio_decodes_with_a_beam_unless_the_request_sets_one(tiny_handler, monkeypatch):
     """No beam_size: greedy within one window (as the reference handler), LONG_FORM_BEAM_SIZE over batched
     windows and their second pass; beam_size 1 keeps long audio greedy (the cheaper mode)."""

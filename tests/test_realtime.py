@@ -72,6 +72,7 @@ def items(session: Session) -> dict[str, list[str]]:
     return order
 
 
+@pytest.mark.slow  # a session streamed at pace
 def test_server_vad_session_transcribes_speech_as_it_streams(open_server, file_text):
     rate = 24000
     long = pcm16(AUDIO / "clips" / LONG, rate)
@@ -233,6 +234,7 @@ def test_a_session_ends_at_its_maximum_length_even_when_busy(tiny_handler):
             assert session.wait_for("error")[0]["error"]["code"] == "session_expired"
 
 
+@pytest.mark.slow  # a long turn streamed
 def test_a_turn_longer_than_the_limit_is_committed_while_the_speaker_goes_on(strict_server, file_text):
     rate = 24000
     audio = np.concatenate([pcm16(AUDIO / "clips" / "asterisk_vm-rec-unv.flac", rate), silence(1.0, rate)])

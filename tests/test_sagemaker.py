@@ -113,6 +113,7 @@ def _request(content_type: str, body: bytes, **headers) -> dict:
     return {"content_type": content_type, "body_b64": base64.b64encode(body).decode(), "headers": headers}
 
 
+@pytest.mark.slow  # the SageMaker toolkit's model server
 def test_inference_py_through_the_sagemaker_toolkit(clip, tmp_path):
     # Installed by scripts/setup.sh (requirements-sagemaker-test.txt): a missing install fails here, loudly.
     import mms  # noqa: F401

@@ -44,6 +44,7 @@ def test_window_features_equal_faster_whisper_features(settings_factory):
         assert ours["attention_mask"].sum() == speech.shape[1]
 
 
+@pytest.mark.slow  # thirty clips on both backends
 def test_converted_tiny_en_matches_faster_whisper_greedy(tiny_tf):
     from faster_whisper import WhisperModel
 
