@@ -1,7 +1,11 @@
 """Transcribe local files through the same handler the endpoint serves.
 
     whisper-endpoint transcribe AUDIO [AUDIO...] [--json | --format srt] [--param key=value ...] [--timeline DIR]
+                                [--no-progress]
     (or: python -m whisper_endpoint ...)
+
+A file longer than one window draws a progress bar on stderr while it decodes (when stderr is a terminal):
+the windows done, the stage (words, then speakers), the audio time done and the time left.
 
 With DIARIZATION_MODEL set (e.g. ``embedded``), ``--timeline DIR`` also draws each file's speaker
 timeline (turns per speaker over time, with what they said) as DIR/<file name>.png.
@@ -19,6 +23,8 @@ from pathlib import Path
 from whisper_endpoint import formats
 from whisper_endpoint.adapters.http import dumps
 from whisper_endpoint.cli.options import parameter
+from whisper_endpoint.cli.progress import FileProgress
+from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import EndpointError
 
 
@@ -50,6 +56,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint"
     parser.add_argument("--format", choices=list(formats.FORMATS), help="print each result in this format instead")
     parser.add_argument("--param", action="append", type=parameter, default=[], help="request parameter key=value")
     parser.add_argument("--timeline", type=Path, metavar="DIR", help="draw each file's speaker timeline as a PNG")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     args = parser.parse_args(argv)
     parameters = dict(args.param)
     if args.format:  # what the format needs, unless asked otherwise
@@ -68,13 +75,17 @@ def main(argv: list[str] | None = None, prog: str = "python -m whisper_endpoint"
         return 2
     status = 0
     for path in args.audio:
+        progress = FileProgress(Path(path).name, enabled=not args.no_progress)
         try:
             with open(path, "rb") as file:
-                result = handler({"inputs": file.read(), "parameters": parameters})
+                result = handler.run({"inputs": file.read(), "parameters": parameters},
+                                     progress.listen(DecodeContext()))
         except (OSError, EndpointError) as exc:
             print(f"error: {path}: {exc}", file=sys.stderr)
             status = 1
             continue
+        finally:
+            progress.close()
         if args.timeline and "speaker_turns" in result:
             print(f"timeline: {_draw(result, path, args.timeline)}", file=sys.stderr)
         if args.json:
