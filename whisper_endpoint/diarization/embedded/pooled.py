@@ -146,13 +146,22 @@ class FrameStore:
 
     def embedder(self, trunk: Trunk):
         """span -> embedding of the frames inside it (NaN when none was computed)."""
+        spans = self.spans_embedder(trunk)
+        return lambda span: spans(np.array([[span.start, span.end]]))[0]
 
-        def embed(span) -> np.ndarray:
-            first, last = round(span.start * FRAME_RATE), round(span.end * FRAME_RATE)
-            kept = np.flatnonzero(self.have[first:last]) + first
-            features = (self.frames[kept] if self.frames is not None else np.zeros((0, 1))).astype(np.float64)
-            count = np.array([float(len(kept))])
-            return trunk.embed(count, features.sum(axis=0)[None], (features**2).sum(axis=0)[None])[0]
+    def spans_embedder(self, trunk: Trunk):
+        """(n, 2) spans in seconds -> (n, dimension) embeddings of the frames inside each (NaN: none)."""
+
+        def embed(spans: np.ndarray) -> np.ndarray:
+            channels = self.frames.shape[1] if self.frames is not None else 1
+            count, total, squares = np.zeros(len(spans)), np.zeros((len(spans), channels)), np.zeros((len(spans), channels))
+            for row, (start, end) in enumerate(spans):
+                first, last = round(start * FRAME_RATE), round(end * FRAME_RATE)
+                kept = np.flatnonzero(self.have[first:last]) + first
+                if len(kept):
+                    features = self.frames[kept].astype(np.float64)
+                    count[row], total[row], squares[row] = len(kept), features.sum(axis=0), (features**2).sum(axis=0)
+            return trunk.embed(count, total, squares)
 
         return embed
 
