@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from faster_whisper import WhisperModel
 
 from support.measure import peak_rss_mib, reset_peak_rss, rss_mib
