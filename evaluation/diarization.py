@@ -55,19 +55,9 @@ def decode(path: Path):
     return decode_file(path.read_bytes(), max_seconds=4 * 3600).samples
 
 
-def annotation(turns):
-    """Speaker turns as a pyannote Annotation."""
-    from pyannote.core import Annotation, Segment
-
-    found = Annotation()
-    for turn in turns:
-        found[Segment(turn.start, turn.end)] = turn.speaker
-    return found
-
-
 def scored(rttm: Path, turns, duration: float) -> dict:
     """DER at both collars, its parts as % of scored speech, and the speaker counts."""
-    from support.metrics import der, read_rttm
+    from support.metrics import annotation, der, read_rttm
 
     scores = der(read_rttm(rttm), annotation(turns), duration)
     speech = scores.pop("scored_speech")

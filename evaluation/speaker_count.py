@@ -17,9 +17,8 @@ import os
 import time
 from pathlib import Path
 
-from evaluation.diarization import annotation
 from evaluation.speaker_count_sets import SETS, TUNED, centroid_similarities, load, reference_similarity
-from support.metrics import der
+from support.metrics import annotation, der
 from support.paths import RESULTS
 
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")

@@ -113,6 +113,16 @@ def read_rttm(path):
     return annotation
 
 
+def annotation(turns):
+    """Speaker turns (anything with ``start``, ``end`` and ``speaker``) as a pyannote Annotation."""
+    from pyannote.core import Annotation, Segment
+
+    found = Annotation()
+    for turn in turns:
+        found[Segment(turn.start, turn.end)] = turn.speaker
+    return found
+
+
 def der(reference, hypothesis, duration: float) -> dict:
     """DER (%) at each of DER_COLLARS over [0, duration], and the parts of the uncollared one (seconds)."""
     from pyannote.core import Segment, Timeline

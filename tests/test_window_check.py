@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 from pyannote.core import Annotation, Segment
 
-from evaluation.diarization import annotation
 from support.audio import decode_reference
-from support.metrics import der, read_rttm
+from support.metrics import annotation, der, read_rttm
 from support.paths import AUDIO
 from whisper_endpoint.diarization.refinements import window_check
 
