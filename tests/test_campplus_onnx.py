@@ -123,7 +123,7 @@ def test_a_stale_export_in_the_cache_is_made_again(tmp_path, network):
 
 
 def test_the_export_goes_into_the_handlers_model_cache(tmp_path, monkeypatch):
-    """``ModelSettings.model_cache_dir`` reaches both exports through load_diarizer, not only MODEL_CACHE_DIR
+    """``ModelSettings.model_cache_dir`` reaches the CAM++ export through load_diarizer, not only MODEL_CACHE_DIR
     (a caller that builds its settings in code got its export in the default cache), and the embedded
     pipeline segments with the shared first layer."""
     from whisper_endpoint.diarization import load_diarizer
@@ -134,7 +134,6 @@ def test_the_export_goes_into_the_handlers_model_cache(tmp_path, monkeypatch):
     segmentation = pipeline._segmentation
     assert isinstance(segmentation, SharedSincInference)
     assert segmentation.step == pytest.approx(1.0) and segmentation.batch_size == 4
-    assert segmentation.rest is None  # the segmentation's rest stays torch's unless asked (offline.py)
     trunk = pipeline.embedding_network.onnx_trunk
     assert trunk is not None
     assert trunk.path.parent == tmp_path / "settings" / "diarization"

@@ -55,8 +55,11 @@ def test_the_diarization_runs_during_the_asr_and_gives_the_same_response(diarizi
     assert diarized["thread"].startswith("diarization") and decoded["thread"] == threading.current_thread().name
     assert diarized["start"] < decoded["end"] and diarized["ended"] == "returned"
 
+    from whisper_endpoint.speakers.step import SpeakerStep
+
     shorter = copy.copy(diarizing_handler)  # the same models; audio longer than 30 s diarized after the ASR
     shorter.settings = diarizing_handler.settings.model_copy(update={"diarization_alongside_s": 30})
+    shorter.speakers = SpeakerStep(shorter.settings, shared=diarizing_handler.speakers)
     after = shorter({"inputs": MEETING.read_bytes(), "parameters": PARAMETERS})
     assert diarize.calls[1]["thread"] == threading.current_thread().name
     assert diarize.calls[1]["start"] >= asr.calls[1]["end"]
