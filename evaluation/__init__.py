@@ -27,6 +27,7 @@ EVALUATIONS = {
     "speaker_library": "speaker_library",
     "multichannel": "multichannel",
     "subtitles": "subtitles",
+    "word_times": "word_times",
     "realtime": "realtime",
     "live_speakers": "live_speakers",
     "senko": "senko",

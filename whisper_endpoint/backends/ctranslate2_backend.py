@@ -20,7 +20,7 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows
+from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows, word_edges
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -115,6 +115,8 @@ class CTranslate2Backend:
                 decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
         if decoding.pop("stopped"):
             counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
+        if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
+            segments = word_edges.snapped(segments, samples)
         decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
                         compute_type=self.compute_type)
         return Transcript(

@@ -42,9 +42,10 @@ from pathlib import Path
 import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.backends import confidence, cost, decoding_options, speech, tokens
+from whisper_endpoint.backends import confidence, cost, decoding_options, speech, tokens, word_edges
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
+from whisper_endpoint.backends.transformers_onsets import at_onsets
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError
@@ -88,7 +89,7 @@ class TransformersBackend:
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.pipe = _asr_pipeline(self.model, tokenizer, features, device)
-        self.word_pipe = _asr_pipeline(_eager_twin(self.model), tokenizer, features, device)
+        self.word_pipe = _asr_pipeline(at_onsets(_eager_twin(self.model)), tokenizer, features, device)
         for pipe in (self.pipe, self.word_pipe):
             pipe.model.get_encoder().register_forward_pre_hook(_before_window, with_kwargs=True)
             pipe.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
@@ -113,6 +114,8 @@ class TransformersBackend:
             output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
                                                   warnings)
             segments = _segments(output, options.return_timestamps, duration)
+            if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
+                segments = word_edges.snapped(segments, samples)
             segments = self._confidence(samples, segments, options, generate_kwargs, decoding)  # counted too
         context.report(windows.done, windows.total, segments)
         if stop.fired:
