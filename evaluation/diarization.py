@@ -1,6 +1,7 @@
 """DER of the embedded diarizer on every recording with ground truth, at both collars, and its CPU time.
 
     python -m evaluation diarization [--files NAME ...] [--out results/diarization.json]
+    python -m evaluation diarization --files fillets_long --window-check-cost 3   # results/window_check_cost.json
 
 The diarizer as a request runs it (``load_diarizer("embedded")``, its default threads), on the dev
 dialogues (tuned on), pyannote's own sample, and the two recordings never tuned on: the Japanese meeting
@@ -8,11 +9,15 @@ and the 13.4 min Dutch file. DER of its exclusive turns (what the word/speaker m
 RTTM, overlap scored, at collars 0 and 0.25 (``support.metrics.der``); missed, false alarm and
 confusion as % of scored speech (collar 0). This is the one DER per file the docs quote; the historical
 ladder of pipeline variants is frozen in results/archive/diarization_quality.json.
+
+``--window-check-cost N``: the diarizer's process CPU time on each file with the window check and
+without it, the two interleaved for N rounds (the order alternating); the ratio of the summed medians.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -66,14 +71,43 @@ def scored(rttm: Path, turns, duration: float) -> dict:
     return scores
 
 
+def window_check_cost(diarizer, recordings: dict, rounds: int) -> dict:
+    """CPU seconds per file with the window check and without it, interleaved; the ratio of summed medians."""
+    pipeline, check = diarizer.pipeline, diarizer.pipeline.window_check
+    cpu: dict[str, dict[str, list[float]]] = {"with": {}, "without": {}}
+    try:
+        for r in range(rounds):
+            for i, (name, samples) in enumerate(recordings.items()):
+                for which in (("with", "without") if (r + i) % 2 == 0 else ("without", "with")):
+                    pipeline.window_check = check if which == "with" else None
+                    started = time.process_time()
+                    diarizer.diarize(samples)
+                    cpu[which].setdefault(name, []).append(round(time.process_time() - started, 2))
+    finally:
+        pipeline.window_check = check
+    total = {which: sum(statistics.median(times) for times in per_file.values()) for which, per_file in cpu.items()}
+    return {"rounds": rounds, "cpu_s": cpu, "ratio": round(total["with"] / total["without"], 3)}
+
+
 def main(argv: list[str]) -> int:
     from evaluation import parser, save
     from whisper_endpoint.diarization.loader import load_diarizer
 
     options = parser("diarization")
     options.add_argument("--files", nargs="+", choices=list(FILES), default=list(FILES))
+    options.add_argument("--window-check-cost", type=int, default=0, metavar="N",
+                         help="only the window check's cost: N interleaved rounds with it and without it")
     args = options.parse_args(argv)
     diarizer = load_diarizer("embedded", device="cpu")
+    if args.window_check_cost:
+        recordings = {name: decode(recording(name)[0]) for name in args.files}
+        cost = window_check_cost(diarizer, recordings, args.window_check_cost)
+        print(f"window check: {cost['ratio']}x the diarizer's CPU time without it", flush=True)
+        out = args.out if "--out" in argv else args.out.with_name("window_check_cost.json")
+        save("diarization", out, {"diarizer": "embedded, default settings and threads",
+                                       "diarizer_threads": diarizer.threads, "files": args.files,
+                                       "window_check_cost": cost}, argv)
+        return 0
     rows = {}
     for name in args.files:
         path, rttm = recording(name)

@@ -254,4 +254,7 @@ def _child_main() -> None:
 
 
 if __name__ == "__main__":
+    # Run as a file, this folder comes first on sys.path and this module would stand in for senko's package.
+    here = Path(__file__).resolve().parent
+    sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != here]
     _child_main()
