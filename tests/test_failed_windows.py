@@ -1,0 +1,107 @@
+"""A window decoded into a loop (or into far too few words) is found and decoded again (issue 57)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from whisper_endpoint.backends import failed_windows, recovery
+from whisper_endpoint.backends.failed_windows import Decoded, failure
+from whisper_endpoint.backends.windows import Window
+
+# What the base model gave for one 31 s window of a 154 s Dutch dialogue (issue 57), shortened.
+BOVENOP = ("Ik begin ze nou toch wel aardig te vinden. Als ze maar niet van die dingen"
+           + " bovenop" * 40)
+DUTCH = ("Greenpeace zou hier eens moeten komen kijken. Dit zouden die lui van Three Mile Island moeten zien, "
+         "zeg. Maar wat moeten wij ermee? Laten we ze allemaal uitroeien. Zulke misbaksels hebben niet het recht "
+         "om dezelfde lucht, uh, hetzelfde water te ademen als wij. Dat is gemeen! Ik denk bovendien dat we de "
+         "oorzaak moeten aanpakken, niet de gevolgen.")
+# Lists that repeat without looping (audio/stress/stress_en_inventory, stress_en_readback), as Whisper writes them.
+ORDERS = " ".join(f"Order {n}." for n in range(4512, 4521))
+COUNT = " ".join(f"{n}," for n in range(1, 21)) + " 20 pallets in total."
+PHONES = ("The phone numbers for the suppliers are 555-0198 for screws and bolts, 555-0199 for tapes and glue, "
+          "555-0200 for garden supplies and 555-0201 for lighting.")
+SCHEDULE = ("Monday, two trucks in the morning and one truck in the afternoon. Tuesday, two trucks in the morning "
+            "and one truck in the afternoon. Wednesday, two trucks in the morning and one truck in the afternoon.")
+READBACK = ("Can you give me the reference again, slowly please? Yes. The reference is alpha, alpha, 7, 7, bravo, "
+            "bravo, 3, 3. Alpha, alpha, 7, 7, bravo, bravo, 3, 3. Alpha, alpha, 7, 7, bravo, bravo, 3, 3. Is that "
+            "right?")
+
+
+@pytest.mark.parametrize("text", [BOVENOP, "Ik weet het niet. " * 8, "Thank you. " * 20])
+def test_a_loop_fails(text):
+    assert failure(Decoded(text, avg_logprob=-0.3, no_speech_prob=0.01, speech_s=30.0)) is not None
+
+
+@pytest.mark.parametrize("text, speech_s", [(DUTCH, 20.0), (ORDERS, 9.0), (COUNT, 10.0), (PHONES, 10.0),
+                                            (SCHEDULE, 12.0), (READBACK, 12.0)])
+def test_speech_lists_and_repeats_that_are_said_pass(text, speech_s):
+    assert failure(Decoded(text, avg_logprob=-0.4, no_speech_prob=0.02, speech_s=speech_s)) is None
+
+
+def test_unlikely_text_fails_unless_the_window_is_likely_silence():
+    assert failure(Decoded(DUTCH, avg_logprob=-1.3, no_speech_prob=0.1, speech_s=20.0)) is not None
+    assert failure(Decoded(DUTCH, avg_logprob=-1.3, no_speech_prob=0.8, speech_s=20.0)) is None
+
+
+def test_text_far_too_long_or_too_short_for_the_speech_fails():
+    assert failure(Decoded(DUTCH, speech_s=5.0)) is not None  # 52 words in 5 s of speech
+    assert failure(Decoded("Ja.", speech_s=25.0)) is not None  # 25 s of speech, one word: turns lost
+    assert failure(Decoded("Ja.", speech_s=4.0)) is None  # a short window may hold one word
+    assert failure(Decoded("Ja.")) is None  # speech not known: no rate test
+
+
+def test_pieces_cut_at_pauses_within_the_length():
+    cut = recovery.pieces(Window(0.0, 30.0), [3.0, 8.0, 12.0, 19.0, 25.0, 40.0])
+    assert cut == [Window(0.0, 8.0), Window(8.0, 12.0), Window(12.0, 19.0), Window(19.0, 25.0), Window(25.0, 30.0)]
+    assert recovery.pieces(Window(0.0, 30.0), []) == [Window(0.0, 30.0)]
+
+
+def _segments(text):
+    return [SimpleNamespace(text=text, avg_logprob=-0.3, no_speech_prob=0.01)]
+
+
+def test_recovery_keeps_the_first_decode_that_passes_and_says_when_none_did():
+    tried = []
+
+    def decode(window):
+        tried.append(window)
+        return _segments(BOVENOP if window == Window(0.0, 20.0) else " Ja, dat klopt wel, dat weet ik heel zeker.")
+
+    again = recovery.recover(Window(0.0, 20.0), _segments(BOVENOP), decode, [10.0], "loop")
+    assert tried == [Window(0.0, 20.0), Window(0.0, 10.0), Window(10.0, 20.0)]
+    assert again.recovered and [s.text for s in again.segments] == [" Ja, dat klopt wel, dat weet ik heel zeker."] * 2
+
+    stuck = recovery.recover(Window(0.0, 20.0), _segments(BOVENOP), lambda w: _segments(BOVENOP), [], "loop")
+    assert not stuck.recovered and "bovenop" in stuck.segments[0].text
+
+
+def _planted_loop(monkeypatch, backend_module):
+    """The batched decoder's first window says "the" 40 times: what the real model then does with it."""
+    forward = backend_module._RequestPipeline.forward
+    planted = []
+
+    def looping(self, *args, **kwargs):
+        outputs = forward(self, *args, **kwargs)
+        if not planted and outputs and outputs[0]:
+            outputs[0][0]["text"] = " the" * 40
+            planted.append(True)
+        return outputs
+
+    monkeypatch.setattr(backend_module._RequestPipeline, "forward", looping)
+
+
+def test_a_looped_batched_window_is_decoded_again(tiny_handler, short_windows, monkeypatch):
+    from support.audio import read_clip
+    from whisper_endpoint.backends import ctranslate2_backend
+
+    # 10.2 s in windows of 4 s: three windows, the first made to loop
+    request = {"inputs": read_clip("asterisk_dictate_play_help.flac"), "parameters": {"chunk_length_s": 4, "return_timestamps": "none"}}
+    plain = tiny_handler(request)
+    assert plain["decoding"]["windows_decoded_again"] == 0  # nothing failed: nothing decoded again
+    _planted_loop(monkeypatch, ctranslate2_backend)
+    looped = tiny_handler(request)
+    assert looped["decoding"]["windows_decoded_again"] == 1 and looped["decoding"]["windows_not_recovered"] == 0
+    assert " the the the" not in looped["text"] and not looped["warnings"]
+    assert failed_windows.words(looped["text"])[-3:] == failed_windows.words(plain["text"])[-3:]

@@ -1,0 +1,118 @@
+"""A decoded window that failed: a repetition loop, unlikely text, or text far too long or too short for
+the speech the window holds (issue 57).
+
+Whisper's sequential decoder judges each window by its gzip compression ratio and average
+log-probability and decodes it again hotter when either fails; faster-whisper's batched decoder has no
+such check, and one 31 s window of a 154 s Dutch dialogue decoded into "... bovenop bovenop bovenop ..."
+while seven turns of speech vanished. ``failure`` is that check for every decoding path, with the
+repetition and speech-rate tests Whisper lacks; it is text and arithmetic only (no decoding), so a
+window that passes costs nothing more. ``rank`` orders the candidates of a window decoded again.
+
+The thresholds were set on the repetition-loop stress set (audio/stress) and the dev dialogues
+(docs/long_form_accuracy.md has the figures).
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+from collections import Counter
+from dataclasses import dataclass
+
+COMPRESSION_RATIO = 3.0  # gzip, as Whisper's (its own fallback starts at 2.4; this is the loop, not doubt)
+LOOP_REPEATS, LOOP_WORDS = 4, 15  # a phrase 4+ times in a row, the run 15+ words long
+PHRASE_WORDS, PHRASE_REPEATS = 3, 8  # any 3-word phrase (not numbers) 8+ times in one window
+LOGPROB = -1.0  # Whisper's log_prob_threshold ...
+NO_SPEECH = 0.6  # ... which it waives when the window is likely silence (its no_speech_threshold)
+MAX_WORDS_PER_S = 6.5  # faster than anyone speaks: invented or repeated text
+MIN_WORDS_PER_S, MIN_SPEECH_S = 0.5, 10.0  # 10 s of speech, hardly a word: turns lost
+
+_WORD = re.compile(r"[\w']+")
+_NUMBER_WORDS = frozenset(
+    "zero oh one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
+    "thousand nul een twee drie vier vijf zes zeven acht negen tien".split()
+)
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """What one window's decode gave.
+
+    Attributes:
+      text: the window's text, all its segments.
+      avg_logprob: the decoder's average log-probability per token (None: not known).
+      no_speech_prob: the probability that the window is silence (None: not known).
+      speech_s: seconds of speech the VAD found in the window (None: not known; the rate tests are skipped).
+    """
+
+    text: str
+    avg_logprob: float | None = None
+    no_speech_prob: float | None = None
+    speech_s: float | None = None
+
+
+def words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def compression_ratio(text: str) -> float:
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def longest_run(tokens: list[str], max_size: int = 8) -> tuple[int, int]:
+    """The phrase (of 1 to ``max_size`` words) repeated most often in a row: (repeats, words covered)."""
+    best = (1, 0)
+    for size in range(1, max_size + 1):
+        for start in range(len(tokens) - 2 * size + 1):
+            phrase, count = tokens[start: start + size], 1
+            while tokens[start + count * size: start + (count + 1) * size] == phrase:
+                count += 1
+            if count > 1 and count * size > best[1]:
+                best = (count, count * size)
+    return best
+
+
+def _is_number(token: str) -> bool:
+    return token.isdigit() or token in _NUMBER_WORDS
+
+
+def most_repeated_phrase(tokens: list[str], size: int = PHRASE_WORDS) -> int:
+    """How often the most frequent phrase of ``size`` words occurs, phrases of numbers aside (a list of
+    order or phone numbers repeats digits, not a loop)."""
+    phrases = Counter(
+        tuple(tokens[i: i + size]) for i in range(len(tokens) - size + 1)
+        if not all(_is_number(t) for t in tokens[i: i + size])
+    )
+    return max(phrases.values(), default=0)
+
+
+def failure(decoded: Decoded) -> str | None:
+    """Why the window's decode failed, or None when it looks like a transcript of its speech."""
+    tokens = words(decoded.text)
+    ratio = compression_ratio(decoded.text)
+    if ratio > COMPRESSION_RATIO:
+        return f"compression ratio {ratio:.1f} > {COMPRESSION_RATIO}"
+    repeats, covered = longest_run(tokens)
+    if repeats >= LOOP_REPEATS and covered >= LOOP_WORDS:
+        return f"a phrase repeated {repeats} times in a row ({covered} words)"
+    most = most_repeated_phrase(tokens)
+    if most >= PHRASE_REPEATS:
+        return f"a {PHRASE_WORDS}-word phrase said {most} times"
+    if decoded.avg_logprob is not None and decoded.avg_logprob < LOGPROB and tokens \
+            and not (decoded.no_speech_prob or 0.0) > NO_SPEECH:
+        return f"average log-probability {decoded.avg_logprob:.2f} < {LOGPROB}"
+    if decoded.speech_s:
+        rate = len(tokens) / decoded.speech_s
+        if rate > MAX_WORDS_PER_S:
+            return f"{rate:.1f} words per second of speech > {MAX_WORDS_PER_S}"
+        if decoded.speech_s >= MIN_SPEECH_S and rate < MIN_WORDS_PER_S:
+            return f"{rate:.2f} words per second over {decoded.speech_s:.0f} s of speech < {MIN_WORDS_PER_S}"
+    return None
+
+
+def rank(decoded: Decoded) -> tuple:
+    """Sort key, best first: a decode that passes, then the most likely (a failed one is kept only when
+    nothing better came)."""
+    return (failure(decoded) is not None, -(decoded.avg_logprob if decoded.avg_logprob is not None else -99.0))
