@@ -20,7 +20,7 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows, word_edges
+from whisper_endpoint.backends import cost, decoding_options, failed_windows, recovery, speech, tokens, windows, word_edges
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -110,9 +110,10 @@ class CTranslate2Backend:
                 warnings += decoding_options.batched_warnings(options)
             else:
                 kwargs["language"], detected = self._speech_language(samples, options)
-                segments, language, probability, stopped = self._sequential(samples, options, kwargs, context)
+                segments, language, probability, stopped, speech_s = self._sequential(samples, options, kwargs, context)
                 probability = detected or probability
                 decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
+                segments = self._sequential_checked(samples, segments, speech_s, options, kwargs, decoding, counter)
         if decoding.pop("stopped"):
             counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
         if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
@@ -161,7 +162,27 @@ class CTranslate2Backend:
         except cost.BudgetSpent:
             stopped = True
         context.report(1, 1, segments)
-        return segments, info.language, info.language_probability, stopped
+        speech_s = info.duration_after_vad if options.vad_filter else None
+        return segments, info.language, info.language_probability, stopped, speech_s
+
+    def _sequential_checked(self, samples, segments, speech_s, options, kwargs, decoding, counter) -> list[Segment]:
+        """The one window judged as the batched ones are (failed_windows.py); decoded again when it failed."""
+        decoding.update(windows_decoded_again=0, windows_not_recovered=0)
+        reason = failed_windows.failure(recovery.judged(segments, speech_s))
+        if reason is None or decoding["stopped"]:
+            return segments
+
+        def decode(window: windows.Window) -> list[Segment]:
+            piece = samples[round(window.start * SAMPLE_RATE): round(window.end * SAMPLE_RATE)]
+            generator, _ = self.model.transcribe(piece, vad_filter=options.vad_filter, **_retry(kwargs))
+            return [_segment(windows.shifted(s, window.start)) for s in _consume(generator)[0]]
+
+        spans = speech.find_speech(samples).spans
+        pauses = [(end + start) / 2 for (_, end), (start, _) in zip(spans, spans[1:])]
+        again = recovery.recover(windows.Window(0.0, len(samples) / SAMPLE_RATE), segments, decode, pauses,
+                                 reason, speech_s=speech_s)
+        _count_recovery(again, decoding, counter)
+        return again.segments
 
     def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter):
         """Decode the speech packed into windows, ``batch_size`` windows at a time, each batch followed by
@@ -171,7 +192,8 @@ class CTranslate2Backend:
         packed = windows.pack_speech(samples, window_s)
         decoding = {"mode": "batched", "batch_size": batch_size, "beam_size": kwargs["beam_size"],
                     "chunk_length_s": window_s, "segmentation": "vad",
-                    "remainders_decoded_again": 0, "stopped": False}
+                    "remainders_decoded_again": 0, "windows_decoded_again": 0, "windows_not_recovered": 0,
+                    "stopped": False}
         if not packed.windows:
             context.report(0, 0, [])
             return [], options.language, None, decoding
@@ -186,7 +208,9 @@ class CTranslate2Backend:
                 packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
             )
             found, decoding["stopped"] = _consume(generator)
-            missed = windows.leftovers(group, found) if options.recover_dropped_speech else []
+            found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
+            missed = windows.leftovers([w for w in group if w not in redone], found) \
+                if options.recover_dropped_speech else []
             for window in missed:
                 if counter.spent:
                     skipped += 1
@@ -204,6 +228,23 @@ class CTranslate2Backend:
                 f"again: the request's bound of {counter.budget} encoder windows was spent"
             )
         return segments, language, probability, decoding
+
+    def _checked(self, packed: windows.PackedSpeech, group: list[windows.Window], found: list, kwargs: dict,
+                 decoding: dict, counter) -> tuple[list, set]:
+        """Each window of a batch judged (failed_windows.py); a failed one decoded again (recovery.py): the
+        batch's segments with those windows' replaced, and the windows decoded again."""
+        redone = set()
+        for window in group:
+            mine = [s for s in found if window.start <= (s.start + s.end) / 2 < window.end]
+            reason = failed_windows.failure(recovery.judged(mine, window.end - window.start))
+            if reason is None or counter.spent:
+                continue
+            again = recovery.recover(window, mine, lambda w: self._decode_alone(packed.audio, w, _retry(kwargs)),
+                                     packed.pauses(), reason)
+            _count_recovery(again, decoding, counter)
+            found = [s for s in found if all(s is not m for m in mine)] + again.segments
+            redone.add(window)
+        return found, redone
 
     def _language(self, packed: windows.PackedSpeech, language: str | None) -> tuple[str, float]:
         """The language asked for, or the one Whisper detects on the first 30 s of the packed windows'
@@ -239,6 +280,24 @@ class CTranslate2Backend:
         generator, _ = self.model.transcribe(piece, vad_filter=False, max_new_tokens=limit, **kwargs)
         segments, _ = _consume(generator)
         return [windows.shifted(segment, window.start) for segment in segments]
+
+
+def _retry(kwargs: dict) -> dict:
+    """A failed window's second decode: sequential, with the temperature fallback, without the previous
+    text (a loop feeds on it), the best of two samples at each temperature above 0."""
+    temperature = kwargs["temperature"]
+    schedule = temperature if isinstance(temperature, list) else \
+        [temperature, *(t for t in decoding_options.FALLBACK_TEMPERATURES if t > temperature)]
+    return {**kwargs, "temperature": schedule, "condition_on_previous_text": False, "initial_prompt": None,
+            "best_of": 2}
+
+
+def _count_recovery(again: recovery.Recovered, decoding: dict, counter) -> None:
+    decoding["windows_decoded_again"] += 1
+    if not again.recovered:
+        decoding["windows_not_recovered"] += 1
+        counter.notes.append(f"a window's transcript failed ({again.reason}) and every decode again failed too: "
+                             "its text may repeat or miss words")
 
 
 def _consume(generator) -> tuple[list, bool]:

@@ -48,6 +48,11 @@ class PackedSpeech:
 
         return list(restore_speech_timestamps(segments, self.speech, SAMPLE_RATE))
 
+    def pauses(self) -> list[float]:
+        """Where one speech span meets the next, in packed time: the pauses that packing cut out."""
+        lengths = np.cumsum([span["end"] - span["start"] for span in self.speech]) / SAMPLE_RATE
+        return [float(t) for t in lengths[:-1]]
+
 
 def pack_speech(samples: np.ndarray, window_s: float) -> PackedSpeech:
     """Speech found by faster-whisper's bundled Silero VAD, packed into windows of at most window_s."""
