@@ -32,6 +32,7 @@ EVALUATIONS = {
     "live_speakers": "live_speakers",
     "senko": "senko",
     "whisperx": "whisperx",
+    "loops": "loops",
     "responses": "responses",
 }
 

@@ -30,6 +30,7 @@ from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Transcript, Word
 
 logger = logging.getLogger(__name__)
+RETRY_TEMPERATURES = 3  # a failed window's decodes again go at most this far down the fallback schedule
 
 
 class _CountingModel(WindowByWindowAlignment, EncoderInPieces, WhisperModel):
@@ -179,8 +180,9 @@ class CTranslate2Backend:
 
         spans = speech.find_speech(samples).spans
         pauses = [(end + start) / 2 for (_, end), (start, _) in zip(spans, spans[1:])]
-        again = recovery.recover(windows.Window(0.0, len(samples) / SAMPLE_RATE), segments, decode, pauses,
-                                 reason, speech_s=speech_s)
+        whole = windows.Window(0.0, len(samples) / SAMPLE_RATE)
+        again = recovery.recover(whole, segments, decode, recovery.quiet_cuts(samples, whole, pauses), reason,
+                                 speech_s=speech_s)
         _count_recovery(again, decoding, counter)
         return again.segments
 
@@ -240,7 +242,7 @@ class CTranslate2Backend:
             if reason is None or counter.spent:
                 continue
             again = recovery.recover(window, mine, lambda w: self._decode_alone(packed.audio, w, _retry(kwargs)),
-                                     packed.pauses(), reason)
+                                     recovery.quiet_cuts(packed.audio, window, packed.pauses()), reason)
             _count_recovery(again, decoding, counter)
             found = [s for s in found if all(s is not m for m in mine)] + again.segments
             redone.add(window)
@@ -284,16 +286,21 @@ class CTranslate2Backend:
 
 def _retry(kwargs: dict) -> dict:
     """A failed window's second decode: sequential, with the temperature fallback, without the previous
-    text (a loop feeds on it), the best of two samples at each temperature above 0."""
+    text (a loop feeds on it), the best of two samples at each temperature above 0. The fallback goes
+    hotter on repetition (compression ratio) only, and at most twice: on a language the model knows
+    poorly every temperature is unlikely, and all six with the log-probability test cost 4.8x the CPU of
+    stress_cs_en_switch_library_society; three, on repetition only, 3.6x, and recovered its 3 windows."""
     temperature = kwargs["temperature"]
     schedule = temperature if isinstance(temperature, list) else \
         [temperature, *(t for t in decoding_options.FALLBACK_TEMPERATURES if t > temperature)]
-    return {**kwargs, "temperature": schedule, "condition_on_previous_text": False, "initial_prompt": None,
-            "best_of": 2}
+    return {**kwargs, "temperature": schedule[:RETRY_TEMPERATURES], "condition_on_previous_text": False, "initial_prompt": None,
+            "best_of": 2, "log_prob_threshold": None}
 
 
 def _count_recovery(again: recovery.Recovered, decoding: dict, counter) -> None:
     decoding["windows_decoded_again"] += 1
+    logger.info("a window decoded again (%s): %s, kept %s", again.reason,
+                "recovered" if again.recovered else "not recovered", again.kept)
     if not again.recovered:
         decoding["windows_not_recovered"] += 1
         counter.notes.append(f"a window's transcript failed ({again.reason}) and every decode again failed too: "

@@ -21,7 +21,9 @@ from dataclasses import dataclass
 
 COMPRESSION_RATIO = 3.0  # gzip, as Whisper's (its own fallback starts at 2.4; this is the loop, not doubt)
 LOOP_REPEATS, LOOP_WORDS = 4, 15  # a phrase 4+ times in a row, the run 15+ words long
-PHRASE_WORDS, PHRASE_REPEATS = 3, 8  # any 3-word phrase (not numbers) 8+ times in one window
+# any 4-word phrase (not only numbers) 8+ times in one window; 3 words is too few: "gate 12 moves to gate 14,
+# gate 14 moves to gate 16, ..." read back says "moves to gate" 10 times (audio/stress/stress_en_readback)
+PHRASE_WORDS, PHRASE_REPEATS = 4, 8
 LOGPROB = -1.0  # Whisper's log_prob_threshold ...
 NO_SPEECH = 0.6  # ... which it waives when the window is likely silence (its no_speech_threshold)
 MAX_WORDS_PER_S = 6.5  # faster than anyone speaks: invented or repeated text
@@ -113,6 +115,8 @@ def failure(decoded: Decoded) -> str | None:
 
 
 def rank(decoded: Decoded) -> tuple:
-    """Sort key, best first: a decode that passes, then the most likely (a failed one is kept only when
-    nothing better came)."""
-    return (failure(decoded) is not None, -(decoded.avg_logprob if decoded.avg_logprob is not None else -99.0))
+    """Sort key, best first: a decode that passes, the most likely first; of those that failed, the one
+    that repeats least (a loop is likely to its decoder: its log-probability would pick it)."""
+    if failure(decoded) is None:
+        return (0, -(decoded.avg_logprob if decoded.avg_logprob is not None else -99.0))
+    return (1, compression_ratio(decoded.text))

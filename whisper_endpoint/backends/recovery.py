@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from whisper_endpoint.backends import failed_windows
 from whisper_endpoint.backends.windows import Window
+from whisper_endpoint.core.types import SAMPLE_RATE
 
 PIECE_S = 10.0  # pieces of a window cut at its pauses: short enough that a loop has no room to start
 
@@ -21,7 +24,8 @@ PIECE_S = 10.0  # pieces of a window cut at its pauses: short enough that a loop
 class Recovered:
     segments: list
     recovered: bool  # False: every decode failed; the least bad is kept and a warning is due
-    reason: str | None  # why the first decode failed
+    reason: str  # why the first decode failed
+    kept: str  # which decode was kept: "alone", "pieces" or "first"
 
 
 def judged(segments: Sequence, speech_s: float | None) -> failed_windows.Decoded:
@@ -54,19 +58,36 @@ def pieces(window: Window, pauses: Sequence[float], longest: float = PIECE_S) ->
     return found
 
 
+def quiet_cuts(audio: np.ndarray, window: Window, pauses: Sequence[float], longest: float = PIECE_S) -> list[float]:
+    """``pauses``, and where speech runs on longer than ``longest`` without one (turns 0.05 s apart are
+    one VAD span), the quietest 20 ms near each ``longest`` step: a piece may still start mid-word, but
+    a window with no pause at all is cut too."""
+    frame = SAMPLE_RATE // 50
+    cuts = sorted(t for t in pauses if window.start < t < window.end)
+    found = []
+    for start, end in zip([window.start, *cuts], [*cuts, window.end]):
+        step = start + longest
+        while end - step > 1.0:
+            lo, hi = round((step - longest / 3) * SAMPLE_RATE), round(step * SAMPLE_RATE)
+            frames = audio[lo: hi - (hi - lo) % frame].reshape(-1, frame)
+            quietest = lo + frame * int(np.argmin(np.square(frames, dtype=np.float32).sum(axis=1))) if len(frames) else hi
+            found.append(quietest / SAMPLE_RATE)
+            step = found[-1] + longest
+    return sorted([*cuts, *found])
+
+
 def recover(window: Window, first: Sequence, decode: Callable[[Window], list], pauses: Sequence[float],
             reason: str, speech_s: float | None = None) -> Recovered:
     """Decode ``window`` again, whose first decode (``first``) failed for ``reason``; ``speech_s``: the
     seconds of speech in it (default: all of it, as in a window of packed speech)."""
     speech_s = window.end - window.start if speech_s is None else speech_s
-    candidates = [list(first)]
     alone = decode(window)
     if failed_windows.failure(judged(alone, speech_s)) is None:
-        return Recovered(alone, True, reason)
-    candidates.append(alone)
+        return Recovered(alone, True, reason, "alone")
+    candidates = {"first": list(first), "alone": alone}
     cut = pieces(window, pauses)
     if len(cut) > 1:
-        joined = [segment for piece in cut for segment in decode(piece)]
-        candidates.append(joined)
-    best = min(candidates, key=lambda c: failed_windows.rank(judged(c, speech_s)))
-    return Recovered(best, failed_windows.failure(judged(best, speech_s)) is None, reason)
+        candidates["pieces"] = [segment for piece in cut for segment in decode(piece)]
+    kept = min(candidates, key=lambda name: failed_windows.rank(judged(candidates[name], speech_s)))
+    best = candidates[kept]
+    return Recovered(best, failed_windows.failure(judged(best, speech_s)) is None, reason, kept)
