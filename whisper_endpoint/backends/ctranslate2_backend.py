@@ -20,7 +20,16 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import cost, decoding_options, failed_windows, recovery, speech, tokens, windows, word_edges
+from whisper_endpoint.backends import (
+    cost,
+    decoding_options,
+    failed_windows,
+    recovery,
+    speech,
+    tokens,
+    windows,
+    word_edges,
+)
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -293,8 +302,8 @@ def _retry(kwargs: dict) -> dict:
     temperature = kwargs["temperature"]
     schedule = temperature if isinstance(temperature, list) else \
         [temperature, *(t for t in decoding_options.FALLBACK_TEMPERATURES if t > temperature)]
-    return {**kwargs, "temperature": schedule[:RETRY_TEMPERATURES], "condition_on_previous_text": False, "initial_prompt": None,
-            "best_of": 2, "log_prob_threshold": None}
+    return {**kwargs, "temperature": schedule[:RETRY_TEMPERATURES], "condition_on_previous_text": False,
+            "initial_prompt": None, "best_of": 2, "log_prob_threshold": None}
 
 
 def _count_recovery(again: recovery.Recovered, decoding: dict, counter) -> None:

@@ -70,8 +70,8 @@ def quiet_cuts(audio: np.ndarray, window: Window, pauses: Sequence[float], longe
         while end - step > 1.0:
             lo, hi = round((step - longest / 3) * SAMPLE_RATE), round(step * SAMPLE_RATE)
             frames = audio[lo: hi - (hi - lo) % frame].reshape(-1, frame)
-            quietest = lo + frame * int(np.argmin(np.square(frames, dtype=np.float32).sum(axis=1))) if len(frames) else hi
-            found.append(quietest / SAMPLE_RATE)
+            energy = np.square(frames, dtype=np.float32).sum(axis=1)
+            found.append((lo + frame * int(np.argmin(energy)) if len(frames) else hi) / SAMPLE_RATE)
             step = found[-1] + longest
     return sorted([*cuts, *found])
 
