@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.backends import confidence, cost, decoding_options, speech, tokens, word_edges
+from whisper_endpoint.backends import confidence, cost, decoding_options, failed_windows, speech, tokens, word_edges
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.backends.transformers_onsets import at_onsets
@@ -117,6 +117,7 @@ class TransformersBackend:
             if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
                 segments = word_edges.snapped(segments, samples)
             segments = self._confidence(samples, segments, options, generate_kwargs, decoding)  # counted too
+        warnings += _failed_notes(segments, window_s, decoding)
         context.report(windows.done, windows.total, segments)
         if stop.fired:
             reached = max((s.end for s in segments if s.text.strip()), default=0.0)
@@ -374,6 +375,16 @@ def _check_same_tokenizer(path: Path, name: str, config, main: TransformersBacke
         return  # no tokenizer files beside the weights: the vocabulary size check above stands
     if vocab != main_vocab:
         raise ModelLoadError(f"assistant {name!r} uses a different tokenizer from {main.model_name!r}")
+
+
+def _failed_notes(segments: list[Segment], window_s: float, decoding: dict) -> list[str]:
+    """Stretches of the transcript that fail the repetition check (failed_windows.py), said in the response:
+    this backend does not decode them again (the ctranslate2 backend does, issue 57)."""
+    failed = failed_windows.failed_stretches(segments, window_s)
+    decoding.update(windows_decoded_again=0, windows_not_recovered=len(failed))
+    return [f"the transcript from {start:.1f} s to {end:.1f} s failed ({why}) and was not decoded again (the "
+            "transformers backend does not; the ctranslate2 backend does): its text may repeat or miss words"
+            for start, end, why in failed]
 
 
 def _segments(output: dict, timestamps: str, duration: float) -> list[Segment]:
