@@ -22,7 +22,6 @@ from contextlib import contextmanager
 
 from evaluation.whisperx import ONE_THREAD, ROOT, losses, reference, score
 
-SEED = 57
 STRESS = [f"stress/{p.stem}" for p in sorted((ROOT / "audio" / "stress").glob("*.flac"))]
 DIALOGUES = ["dialogues/fillets_barrel", "dialogues/fillets_cave", "dialogues/flite_meeting"]
 
@@ -41,12 +40,10 @@ def detector_off():
 
 
 def side(handler, stem: str) -> dict:
-    import ctranslate2
-
+    # The temperature fallback samples (the remainders' second pass, windows decoded again), and
+    # ctranslate2.set_random_seed does not reach the model's worker thread: a file where no window failed
+    # can still differ between the two sides where a remainder was sampled.
     data = (ROOT / "audio" / f"{stem}.flac").read_bytes()
-    # The temperature fallback samples (remainders, windows decoded again): the same seed on both sides, so
-    # a file where nothing failed decodes to the same text twice.
-    ctranslate2.set_random_seed(SEED)
     started = time.process_time()
     result = handler({"inputs": data, "parameters": {"diarize": False}})
     cpu = time.process_time() - started
