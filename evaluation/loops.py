@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
     args = options.parse_args(argv)
     os.environ.update(ONE_THREAD)
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("whisper_endpoint.backends.ctranslate2_backend").setLevel(logging.INFO)  # each window redone
+    logging.getLogger("whisper_endpoint.backends.recovery").setLevel(logging.INFO)  # each window decoded again
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=1))
     files, sides = [], {"before": {}, "after": {}}
     for stem in args.files:

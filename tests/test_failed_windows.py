@@ -101,6 +101,14 @@ def test_recovery_keeps_the_first_decode_that_passes_and_says_when_none_did():
     assert not stuck.recovered and "bovenop" in stuck.segments[0].text
 
 
+def test_a_window_not_recovered_is_counted_and_said():
+    decoding, warnings = {"windows_decoded_again": 0, "windows_not_recovered": 0}, []
+    recovery.count(recovery.Recovered([], True, "loop", "alone"), decoding, warnings)
+    recovery.count(recovery.Recovered([], False, "compression ratio 22.3 > 3.0", "pieces"), decoding, warnings)
+    assert decoding == {"windows_decoded_again": 2, "windows_not_recovered": 1}
+    assert len(warnings) == 1 and "compression ratio 22.3" in warnings[0]
+
+
 def _planted_loop(monkeypatch, backend_module):
     """The batched decoder's first window says "the" 40 times: what the real model then does with it."""
     forward = backend_module._RequestPipeline.forward

@@ -20,16 +20,8 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import (
-    cost,
-    decoding_options,
-    failed_windows,
-    recovery,
-    speech,
-    tokens,
-    windows,
-    word_edges,
-)
+from whisper_endpoint.backends import (cost, decoding_options, failed_windows, recovery, speech, tokens, windows,
+                                       word_edges)
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -192,7 +184,7 @@ class CTranslate2Backend:
         whole = windows.Window(0.0, len(samples) / SAMPLE_RATE)
         again = recovery.recover(whole, segments, decode, recovery.quiet_cuts(samples, whole, pauses), reason,
                                  speech_s=speech_s)
-        _count_recovery(again, decoding, counter)
+        recovery.count(again, decoding, counter.notes)
         return again.segments
 
     def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter):
@@ -252,7 +244,7 @@ class CTranslate2Backend:
                 continue
             again = recovery.recover(window, mine, lambda w: self._decode_alone(packed.audio, w, _retry(kwargs)),
                                      recovery.quiet_cuts(packed.audio, window, packed.pauses()), reason)
-            _count_recovery(again, decoding, counter)
+            recovery.count(again, decoding, counter.notes)
             found = [s for s in found if all(s is not m for m in mine)] + again.segments
             redone.add(window)
         return found, redone
@@ -304,16 +296,6 @@ def _retry(kwargs: dict) -> dict:
         [temperature, *(t for t in decoding_options.FALLBACK_TEMPERATURES if t > temperature)]
     return {**kwargs, "temperature": schedule[:RETRY_TEMPERATURES], "condition_on_previous_text": False,
             "initial_prompt": None, "best_of": 2, "log_prob_threshold": None}
-
-
-def _count_recovery(again: recovery.Recovered, decoding: dict, counter) -> None:
-    decoding["windows_decoded_again"] += 1
-    logger.info("a window decoded again (%s): %s, kept %s", again.reason,
-                "recovered" if again.recovered else "not recovered", again.kept)
-    if not again.recovered:
-        decoding["windows_not_recovered"] += 1
-        counter.notes.append(f"a window's transcript failed ({again.reason}) and every decode again failed too: "
-                             "its text may repeat or miss words")
 
 
 def _consume(generator) -> tuple[list, bool]:

@@ -8,6 +8,7 @@ pauses; this module only chooses which decodes to try and which to keep.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -16,6 +17,8 @@ import numpy as np
 from whisper_endpoint.backends import failed_windows
 from whisper_endpoint.backends.windows import Window
 from whisper_endpoint.core.types import SAMPLE_RATE
+
+logger = logging.getLogger(__name__)
 
 PIECE_S = 10.0  # pieces of a window cut at its pauses: short enough that a loop has no room to start
 
@@ -91,3 +94,14 @@ def recover(window: Window, first: Sequence, decode: Callable[[Window], list], p
     kept = min(candidates, key=lambda name: failed_windows.rank(judged(candidates[name], speech_s)))
     best = candidates[kept]
     return Recovered(best, failed_windows.failure(judged(best, speech_s)) is None, reason, kept)
+
+
+def count(again: Recovered, decoding: dict, warnings: list[str]) -> None:
+    """A window decoded again, in the response: ``decoding``'s counts, and a warning when not recovered."""
+    decoding["windows_decoded_again"] += 1
+    logger.info("a window decoded again (%s): %s, kept %s", again.reason,
+                "recovered" if again.recovered else "not recovered", again.kept)
+    if not again.recovered:
+        decoding["windows_not_recovered"] += 1
+        warnings.append(f"a window's transcript failed ({again.reason}) and every decode again failed too: "
+                        "its text may repeat or miss words")
