@@ -111,6 +111,7 @@ def main() -> None:
     command = "python bench/long_memory.py " + " ".join(sys.argv[1:])
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     with tempfile.TemporaryDirectory() as folder:
         code = None
         if args.baseline:
@@ -123,8 +124,7 @@ def main() -> None:
                     continue
                 measured = run_child(minutes, code if variant == "baseline" else None)
                 measured["command"] = command
-                if variant == "baseline":
-                    measured["commit"] = args.baseline
+                measured["commit"] = args.baseline if variant == "baseline" else head
                 print(variant, json.dumps(measured), flush=True)
                 results.setdefault(variant, {})[f"{minutes:g}"] = measured
                 write(out, results, command)
