@@ -20,7 +20,7 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import cost, decoding_options, speech, tokens, windows, word_edges
+from whisper_endpoint.backends import cost, decoding_options, encoder_cache, language_parts, speech, tokens, windows, word_edges
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -38,6 +38,13 @@ class _CountingModel(WindowByWindowAlignment, EncoderInPieces, WhisperModel):
     encoding.py)."""
 
     def encode(self, features):
+        return encoder_cache.encode(features, self._encode_counted)
+
+    def encode_kept(self, features):
+        """``encode``, keeping the output for the decoding of the same window (encoder_cache.py)."""
+        return encoder_cache.encode(features, self._encode_counted, keep=True)
+
+    def _encode_counted(self, features):
         cost.count(1 if features.ndim == 2 else features.shape[0])
         return super().encode(features)
 
@@ -102,17 +109,22 @@ class CTranslate2Backend:
             **self._prompts(options, warnings),
             **decoding_options.faster_whisper_kwargs(options),
         )
-        with cost.counting(duration) as counter:
+        with cost.counting(duration) as counter, encoder_cache.active():
             if duration > window_s:
                 batch_size = cost.batch_size(options, self.max_batch_size, warnings)
                 segments, language, probability, decoding = self._batched(
                     samples, window_s, batch_size, options, kwargs, context, counter)
                 warnings += decoding_options.batched_warnings(options)
             else:
-                kwargs["language"], detected = self._speech_language(samples, options)
-                segments, language, probability, stopped = self._sequential(samples, options, kwargs, context)
-                probability = detected or probability
-                decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
+                plan = self._speech_language(samples, window_s, options)
+                if plan is not None and plan.mixed:  # several languages: each part batched in its own
+                    segments, language, probability, decoding = self._batched(
+                        samples, window_s, 1, options, kwargs, context, counter, plan)
+                else:
+                    kwargs["language"] = plan.language if plan else options.language
+                    segments, language, probability, stopped = self._sequential(samples, options, kwargs, context)
+                    probability = plan.probability if plan else probability
+                    decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
         if decoding.pop("stopped"):
             counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
         if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
@@ -141,13 +153,15 @@ class CTranslate2Backend:
         )
         return {"hotwords": hotwords.text, "initial_prompt": prompt.text}
 
-    def _speech_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str | None, float | None]:
-        """The language of the first 30 s of speech, not of the first 30 s of audio (a silent start would
-        decide it); the batched path already detects on speech only."""
+    def _speech_language(self, samples: np.ndarray, window_s: float,
+                         options: InferenceConfig) -> language_parts.LanguagePlan | None:
+        """The languages of the speech in one window, on the window's own encoder output (kept for its
+        decoding) over the speech's frames only (a silent start does not decide it); None: not detected."""
         if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
-            return options.language, None
-        language, probability, _ = self.model.detect_language(audio=speech.find_speech(samples).audio(samples))
-        return language, probability
+            return None
+        found = speech.find_speech(samples)
+        spans = [{"start": round(a * SAMPLE_RATE), "end": round(b * SAMPLE_RATE)} for a, b in found.spans]
+        return language_parts.plan_one_window(self.model, samples, spans, window_s, options.languages)
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""
@@ -156,31 +170,64 @@ class CTranslate2Backend:
         segments, stopped = [], False
         try:
             for segment in generator:  # the generator does the decoding
-                segments.append(_segment(segment))
+                segments.append(_segment(segment, info.language))
                 context.report(0, 1, segments)
         except cost.BudgetSpent:
             stopped = True
         context.report(1, 1, segments)
         return segments, info.language, info.language_probability, stopped
 
-    def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter):
+    def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter,
+                 plan: language_parts.LanguagePlan | None = None):
         """Decode the speech packed into windows, ``batch_size`` windows at a time, each batch followed by
         the second pass over what its windows left out (see windows.py): so the segments come out
         final and in time order, and are reported after every batch. Stops where the window budget is
-        spent (cost.py)."""
-        packed = windows.pack_speech(samples, window_s)
+        spent (cost.py). Speech in several languages (language_parts.py) is decoded one language's
+        part at a time; its segments are then final but not in time order until the end."""
         decoding = {"mode": "batched", "batch_size": batch_size, "beam_size": kwargs["beam_size"],
                     "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "stopped": False}
-        if not packed.windows:
+        plan = plan or self._plan(samples, window_s, options)
+        total = sum(len(packed.windows) for _, packed in plan.parts)
+        if not total:
             context.report(0, 0, [])
             return [], options.language, None, decoding
-        segments, skipped, total = [], 0, len(packed.windows)
+        if plan.mixed:
+            context = context.narrowed(in_order=False)
+            encoder_cache.clear()  # the parts are packed anew: the detection's windows are not decoded
         context.report(0, total)
-        language, probability = self._language(packed, kwargs["language"])
-        kwargs = {**kwargs, "language": language}
+        progress = _Progress(context, total)
+        segments, skipped = [], 0
+        for language, packed in plan.parts:
+            part_kwargs = {**kwargs, "language": language}
+            skipped += self._decode_part(packed, language, batch_size, options, part_kwargs, progress, segments,
+                                         decoding, counter)
+            if decoding["stopped"]:
+                break
+        segments.sort(key=lambda segment: segment.start)
+        if skipped:
+            counter.notes.append(
+                f"{skipped} of {skipped + decoding['remainders_decoded_again']} window remainders were not decoded "
+                f"again: the request's bound of {counter.budget} encoder windows was spent"
+            )
+        if plan.mixed:
+            decoding["languages_decoded"] = [language for language, _ in plan.parts]
+        return segments, plan.language, plan.probability, decoding
+
+    def _plan(self, samples, window_s, options: InferenceConfig) -> language_parts.LanguagePlan:
+        """The language asked for, or each span's (language_parts.py) over the windows of packed speech."""
+        packed = windows.pack_speech(samples, window_s)
+        if options.language is not None or not self.is_multilingual or not packed.windows:
+            return language_parts.given(options.language or "en", packed)
+        return language_parts.plan(self.model, samples, packed, window_s, options.languages)
+
+    def _decode_part(self, packed, language, batch_size, options, kwargs, progress, segments, decoding,
+                     counter) -> int:
+        """One part's windows (one language), batch after batch, into ``segments``; returns the number of
+        remainders not decoded again (the budget was spent)."""
         pipeline = _RequestPipeline(self.model)
-        for first in range(0, total, batch_size):
+        skipped = 0
+        for first in range(0, len(packed.windows), batch_size):
             group = packed.windows[first: first + batch_size]
             generator, _ = pipeline.transcribe(
                 packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
@@ -193,35 +240,12 @@ class CTranslate2Backend:
                     continue
                 found += self._decode_alone(packed.audio, window, kwargs)
                 decoding["remainders_decoded_again"] += 1
-            segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))
+            segments += [_segment(s, language) for s in packed.original_times(sorted(found, key=lambda s: s.start))
                          if _kept(s, options)]
-            context.report(first + len(group), total, segments)
+            progress.add(len(group), segments)
             if decoding["stopped"]:
                 break
-        if skipped:
-            counter.notes.append(
-                f"{skipped} of {skipped + decoding['remainders_decoded_again']} window remainders were not decoded "
-                f"again: the request's bound of {counter.budget} encoder windows was spent"
-            )
-        return segments, language, probability, decoding
-
-    def _language(self, packed: windows.PackedSpeech, language: str | None) -> tuple[str, float]:
-        """The language asked for, or the one Whisper detects on the first 30 s of the packed windows'
-        features, exactly as faster-whisper's batched pipeline does it over all the windows at once."""
-        if language is not None or not self.is_multilingual:
-            return language or "en", 1
-        extractor = self.model.feature_extractor
-        features, frames = [], 0
-        for window in packed.windows:
-            piece = packed.audio[int(window.start * SAMPLE_RATE): int(window.end * SAMPLE_RATE)]
-            features.append(extractor(piece)[..., :-1])
-            frames += features[-1].shape[-1]
-            if frames >= extractor.nb_max_frames:
-                break
-        # faster-whisper's dummy frame (for empty audio) after the windows' features.
-        features.append(np.full((self.model.model.n_mels, 1), -1.5, dtype="float32"))
-        language, probability, _ = self.model.detect_language(features=np.concatenate(features, axis=1))
-        return language, probability
+        return skipped
 
     def _decode_alone(self, audio: np.ndarray, window: windows.Window, kwargs: dict) -> list:
         """A window's remainder through the sequential decoder, as Whisper's own seek would decode it:
@@ -259,14 +283,26 @@ def _kept(segment, options: InferenceConfig) -> bool:
     return not explicit or decoding_options.keep(segment, options.no_speech_threshold)
 
 
-def _segment(segment) -> Segment:
+class _Progress:
+    """Windows decoded so far, over all the parts, reported to the request's context."""
+
+    def __init__(self, context: DecodeContext, total: int):
+        self.context, self.total, self.done = context, total, 0
+
+    def add(self, windows_done: int, segments: list) -> None:
+        self.done += windows_done
+        self.context.report(self.done, self.total, segments)
+
+
+def _segment(segment, language: str | None = None) -> Segment:
     words = None
     if segment.words is not None:
         # faster-whisper gives numpy floats in places; the response needs plain JSON numbers.
         words = tuple(Word(float(w.start), float(w.end), w.word, float(w.probability)) for w in segment.words)
     return Segment(float(segment.start), float(segment.end), segment.text, words,
                    avg_logprob=_number(segment.avg_logprob), no_speech_prob=_number(segment.no_speech_prob),
-                   compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature))
+                   compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature),
+                   language=language)
 
 
 def _number(value) -> float | None:
