@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 
+from support.audio import pcm16_wav
 from support.paths import AUDIO
 
 MIXED = AUDIO / "mixed"
@@ -66,7 +67,7 @@ def evaluate_file(handler, entry: dict) -> dict:
         texts = []
         for turn in turns:
             piece = samples[int(turn["start"] * RATE): int(turn["end"] * RATE)]
-            result = handler({"inputs": piece, "parameters": {"language": turn["language"]}})
+            result = handler({"inputs": pcm16_wav(piece), "parameters": {"language": turn["language"]}})
             texts.append(result["text"])
         return " ".join(texts)
 
@@ -123,7 +124,8 @@ def markdown_table(result: dict) -> str:
             f"{rows['defaults']['turn_languages_right']}/{pool['turns']} "
             f"| {rows['languages']['wer']:.1f}% ({rows['languages']['ratio']:.2f}x), "
             f"{rows['languages']['turn_languages_right']}/{pool['turns']} "
-            f"| {rows['faster_whisper_multilingual']['wer']:.1f}% ({rows['faster_whisper_multilingual']['ratio']:.2f}x) |")
+            f"| {rows['faster_whisper_multilingual']['wer']:.1f}% "
+            f"({rows['faster_whisper_multilingual']['ratio']:.2f}x) |")
     return "\n".join(lines)
 
 

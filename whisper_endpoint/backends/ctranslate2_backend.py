@@ -20,7 +20,7 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import cost, decoding_options, encoder_cache, language_parts, speech, tokens, windows, word_edges
+from whisper_endpoint.backends import cost, decoding_options, encoder_cache, language_parts, tokens, windows, word_edges
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -159,8 +159,7 @@ class CTranslate2Backend:
         decoding) over the speech's frames only (a silent start does not decide it); None: not detected."""
         if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
             return None
-        found = speech.find_speech(samples)
-        spans = [{"start": round(a * SAMPLE_RATE), "end": round(b * SAMPLE_RATE)} for a, b in found.spans]
+        spans = windows.pack_speech(samples, window_s).speech  # as the batched path finds them: a span a turn
         return language_parts.plan_one_window(self.model, samples, spans, window_s, options.languages)
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
