@@ -1,6 +1,6 @@
 """Conversations in more than one language: per-segment languages vs the turns decoded alone (issue 58).
 
-    python -m evaluation mixed [--out results/mixed.json] [--files NAME ...] [--threads 1]
+    python -m evaluation mixed [--out results/mixed.json] [--files NAME ...] [--threads 1] [--jobs 1]
 
 On audio/mixed's conversations (Dutch, Czech and English speakers; the tune and the held-out check
 set apart), with embedded:base on CTranslate2 (default compute type, no diarization), rows:
@@ -15,13 +15,14 @@ set apart), with embedded:base on CTranslate2 (default compute type, no diarizat
 WER in % (Whisper's BasicTextNormalizer, jiwer) of all the turns' text against the hypothesis's, per
 file and pooled over each set; ``ratio``: the pooled WER over the ``alone`` row's. Turn language: a
 turn is right when the language of the response's segments overlapping it most is the turn's own.
-CPU: process seconds per file.
+CPU: process seconds per file. ``--jobs N``: N files at once, each in a process of its own.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ProcessPoolExecutor
 
 from support.audio import pcm16_wav
 from support.paths import AUDIO
@@ -129,6 +130,22 @@ def markdown_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+_handler = None
+
+
+def _evaluate_in_process(entry: dict, threads: int) -> dict:
+    """One file, on this process's handler (loaded once per process)."""
+    global _handler
+    if _handler is None:
+        from whisper_endpoint.core.config import ModelSettings
+        from whisper_endpoint.handler import EndpointHandler
+
+        _handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=threads))
+    row = evaluate_file(_handler, entry)
+    print(entry["file"], {name: value["cpu_s"] for name, value in row["rows"].items()}, flush=True)
+    return row
+
+
 def main(argv: list[str]) -> int:
     from evaluation import parser, save
 
@@ -136,22 +153,16 @@ def main(argv: list[str]) -> int:
     options = parser("mixed")
     options.add_argument("--files", nargs="+", choices=[e["file"].removesuffix(".flac") for e in entries])
     options.add_argument("--threads", type=int, default=1, help="CPU threads of the ASR")
+    options.add_argument("--jobs", type=int, default=1, help="files evaluated at once, one process each")
     options.add_argument("--table", action="store_true", help="print the table of an existing --out file and stop")
     args = options.parse_args(argv)
     if args.table:
         print(markdown_table(json.loads(args.out.read_text())))
         return 0
-    from whisper_endpoint.core.config import ModelSettings
-    from whisper_endpoint.handler import EndpointHandler
-
-    handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=args.threads))
     chosen = [e for e in entries if args.files is None or e["file"].removesuffix(".flac") in args.files]
-    files = {}
-    for entry in chosen:
-        files[entry["file"].removesuffix(".flac")] = evaluate_file(handler, entry)
-        print(entry["file"], {k: v["cpu_s"] for k, v in files[entry["file"].removesuffix(".flac")]["rows"].items()},
-              flush=True)
-    files = with_wer(files)
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        found = list(pool.map(_evaluate_in_process, chosen, [args.threads] * len(chosen)))
+    files = with_wer({entry["file"].removesuffix(".flac"): row for entry, row in zip(chosen, found)})
     sets = {}
     for name, row in files.items():
         sets.setdefault(row["set"], []).append(name)

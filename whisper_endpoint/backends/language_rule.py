@@ -11,9 +11,9 @@ language (Czech to Slovak or Polish; see docs/languages.md). The rule:
 3. With several present, each span's probabilities are renormalised over the present languages and it
    takes the most likely; a span that is short (under ``SHORT_S``) or unsure (under ``UNSURE``) takes
    its neighbours' language when the sure spans before and after it agree.
-4. ``voices`` (a speaker per span, when diarized): a speaker keeps one language, the most likely over
-   all of their spans, unless one of their spans says otherwise with at least ``CLEAR`` over
-   ``MIN_CLEAR_S``.
+
+Not done yet: a diarized request's speakers as a prior (a speaker keeps one language); the diarization
+runs alongside the ASR and is not known when the languages are decided.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from whisper_endpoint.backends.span_languages import SpanLanguage
 
 CONFIDENT, MIN_CONFIDENT_S, MIN_SHARE = 0.8, 2.0, 0.1
 SHORT_S, UNSURE = 1.0, 0.6
-CLEAR, MIN_CLEAR_S = 0.95, 2.0
 
 
 def main_language(spans: list[SpanLanguage]) -> tuple[str, float]:
@@ -47,9 +46,8 @@ def present(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]
     return [main, *others]
 
 
-def decide(spans: list[SpanLanguage], windows: list[SpanLanguage],
-           voices: list[str | None] | None = None) -> list[str]:
-    """One language per span (rules 1-4)."""
+def decide(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]:
+    """One language per span (rules 1-3)."""
     if not spans:
         return []
     languages = present(spans, windows)
@@ -58,10 +56,7 @@ def decide(spans: list[SpanLanguage], windows: list[SpanLanguage],
     restricted = [_renormalised(span, languages) for span in spans]
     chosen = [max(p, key=p.get) for p in restricted]
     sure = [span.duration >= SHORT_S and p[c] >= UNSURE for span, p, c in zip(spans, restricted, chosen)]
-    chosen = _follow_neighbours(chosen, sure)
-    if voices is not None:
-        chosen = _per_voice(spans, restricted, chosen, voices)
-    return chosen
+    return _follow_neighbours(chosen, sure)
 
 
 def _follow_neighbours(chosen: list[str], sure: list[bool]) -> list[str]:
@@ -73,20 +68,6 @@ def _follow_neighbours(chosen: list[str], sure: list[bool]) -> list[str]:
         after = next((chosen[j] for j in range(i + 1, len(chosen)) if sure[j]), None)
         if before is not None and before == after:
             result[i] = before
-    return result
-
-
-def _per_voice(spans, restricted, chosen, voices) -> list[str]:
-    mass = defaultdict(lambda: defaultdict(float))
-    for span, p, voice in zip(spans, restricted, voices):
-        if voice is not None:
-            for code, value in p.items():
-                mass[voice][code] += value * span.duration
-    own = {voice: max(m, key=m.get) for voice, m in mass.items()}
-    result = []
-    for span, p, voice, language in zip(spans, restricted, voices, chosen):
-        clear = p[language] >= CLEAR and span.duration >= MIN_CLEAR_S
-        result.append(language if voice is None or clear else own[voice])
     return result
 
 
