@@ -117,7 +117,7 @@ class CTranslate2Backend:
                 warnings += decoding_options.batched_warnings(options)
             else:
                 plan = self._speech_language(samples, window_s, options)
-                if plan is not None and plan.mixed:  # several languages: each part batched in its own
+                if plan is not None and plan.mixed:  # several languages: decoded as the batched path does
                     segments, language, probability, decoding = self._batched(
                         samples, window_s, 1, options, kwargs, context, counter, plan)
                 else:
@@ -159,8 +159,7 @@ class CTranslate2Backend:
         decoding) over the speech's frames only (a silent start does not decide it); None: not detected."""
         if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
             return None
-        spans = windows.pack_speech(samples, window_s).speech  # as the batched path finds them: a span a turn
-        return language_parts.plan_one_window(self.model, samples, spans, window_s, options.languages)
+        return language_parts.plan_one_window(self.model, samples, window_s, options.languages)
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""
@@ -181,36 +180,34 @@ class CTranslate2Backend:
         """Decode the speech packed into windows, ``batch_size`` windows at a time, each batch followed by
         the second pass over what its windows left out (see windows.py): so the segments come out
         final and in time order, and are reported after every batch. Stops where the window budget is
-        spent (cost.py). Speech in several languages (language_parts.py) is decoded one language's
-        part at a time; its segments are then final but not in time order until the end."""
+        spent (cost.py). Speech in several languages: see ``_decode_group``."""
         decoding = {"mode": "batched", "batch_size": batch_size, "beam_size": kwargs["beam_size"],
                     "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "stopped": False}
         plan = plan or self._plan(samples, window_s, options)
-        total = sum(len(packed.windows) for _, packed in plan.parts)
-        if not total:
+        packed = plan.packed
+        if not packed.windows:
             context.report(0, 0, [])
             return [], options.language, None, decoding
-        if plan.mixed:
-            context = context.narrowed(in_order=False)
-            encoder_cache.clear()  # the parts are packed anew: the detection's windows are not decoded
+        segments, skipped, total = [], 0, len(packed.windows)
         context.report(0, total)
-        progress = _Progress(context, total)
-        segments, skipped = [], 0
-        for language, packed in plan.parts:
-            part_kwargs = {**kwargs, "language": language}
-            skipped += self._decode_part(packed, language, batch_size, options, part_kwargs, progress, segments,
-                                         decoding, counter)
+        pipeline = _RequestPipeline(self.model)
+        for first in range(0, total, batch_size):
+            group = packed.windows[first: first + batch_size]
+            found, skipped_now = self._decode_group(pipeline, plan, group, batch_size, options, kwargs, decoding,
+                                                    counter)
+            skipped += skipped_now
+            segments += [_segment(s, language) for s, language in found if _kept(s, options)]
+            context.report(first + len(group), total, segments)
             if decoding["stopped"]:
                 break
-        segments.sort(key=lambda segment: segment.start)
         if skipped:
             counter.notes.append(
                 f"{skipped} of {skipped + decoding['remainders_decoded_again']} window remainders were not decoded "
                 f"again: the request's bound of {counter.budget} encoder windows was spent"
             )
         if plan.mixed:
-            decoding["languages_decoded"] = [language for language, _ in plan.parts]
+            decoding["languages_decoded"] = sorted({code for _, _, code in plan.spans})
         return segments, plan.language, plan.probability, decoding
 
     def _plan(self, samples, window_s, options: InferenceConfig) -> language_parts.LanguagePlan:
@@ -218,33 +215,47 @@ class CTranslate2Backend:
         packed = windows.pack_speech(samples, window_s)
         if options.language is not None or not self.is_multilingual or not packed.windows:
             return language_parts.given(options.language or "en", packed)
-        return language_parts.plan(self.model, samples, packed, window_s, options.languages)
+        return language_parts.plan(self.model, packed, options.languages)
 
-    def _decode_part(self, packed, language, batch_size, options, kwargs, progress, segments, decoding,
-                     counter) -> int:
-        """One part's windows (one language), batch after batch, into ``segments``; returns the number of
-        remainders not decoded again (the budget was spent)."""
-        pipeline = _RequestPipeline(self.model)
+    def _decode_group(self, pipeline, plan, group, batch_size, options, kwargs, decoding, counter):
+        """One batch of windows: (faster-whisper segment in original time, its language) in time order, and
+        the number of remainders not decoded again (the budget was spent). A batch with speech in several
+        languages is decoded once per language on the same encoder output (encoder_cache.held), each
+        decode keeping the words over its own language's spans (language_parts.own_language)."""
+        languages = list(dict.fromkeys(code for window in group for code in plan.languages_in(window)))
+        found, skipped = [], 0
+        with encoder_cache.held():
+            for language in languages:
+                mixed = len(languages) > 1  # the words say which spans each decode keeps
+                own = [window for window in group if language in plan.languages_in(window)]
+                part_kwargs = {**kwargs, "language": language, "word_timestamps": kwargs["word_timestamps"] or mixed}
+                decoded, skipped_now = self._decode_windows(pipeline, plan.packed, own, batch_size, options,
+                                                            part_kwargs, decoding, counter)
+                skipped += skipped_now
+                if mixed:
+                    decoded = language_parts.own_language(decoded, plan.spans_of(language), kwargs["word_timestamps"])
+                found += [(segment, language) for segment in decoded]
+                if decoding["stopped"]:
+                    break
+        found.sort(key=lambda pair: pair[0].start)
+        restored = plan.packed.original_times([segment for segment, _ in found])
+        return [(segment, language) for segment, (_, language) in zip(restored, found)], skipped
+
+    def _decode_windows(self, pipeline, packed, group, batch_size, options, kwargs, decoding, counter):
+        """``group``'s windows in one language, with the second pass over their remainders (packed time)."""
+        generator, _ = pipeline.transcribe(
+            packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
+        )
+        found, decoding["stopped"] = _consume(generator)
+        missed = windows.leftovers(group, found) if options.recover_dropped_speech else []
         skipped = 0
-        for first in range(0, len(packed.windows), batch_size):
-            group = packed.windows[first: first + batch_size]
-            generator, _ = pipeline.transcribe(
-                packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
-            )
-            found, decoding["stopped"] = _consume(generator)
-            missed = windows.leftovers(group, found) if options.recover_dropped_speech else []
-            for window in missed:
-                if counter.spent:
-                    skipped += 1
-                    continue
-                found += self._decode_alone(packed.audio, window, kwargs)
-                decoding["remainders_decoded_again"] += 1
-            segments += [_segment(s, language) for s in packed.original_times(sorted(found, key=lambda s: s.start))
-                         if _kept(s, options)]
-            progress.add(len(group), segments)
-            if decoding["stopped"]:
-                break
-        return skipped
+        for window in missed:
+            if counter.spent:
+                skipped += 1
+                continue
+            found += self._decode_alone(packed.audio, window, kwargs)
+            decoding["remainders_decoded_again"] += 1
+        return found, skipped
 
     def _decode_alone(self, audio: np.ndarray, window: windows.Window, kwargs: dict) -> list:
         """A window's remainder through the sequential decoder, as Whisper's own seek would decode it:
@@ -280,17 +291,6 @@ def _kept(segment, options: InferenceConfig) -> bool:
     # The batched pipeline ignores no_speech_threshold: applied here when the request sets it.
     explicit = "no_speech_threshold" in options.model_fields_set
     return not explicit or decoding_options.keep(segment, options.no_speech_threshold)
-
-
-class _Progress:
-    """Windows decoded so far, over all the parts, reported to the request's context."""
-
-    def __init__(self, context: DecodeContext, total: int):
-        self.context, self.total, self.done = context, total, 0
-
-    def add(self, windows_done: int, segments: list) -> None:
-        self.done += windows_done
-        self.context.report(self.done, self.total, segments)
 
 
 def _segment(segment, language: str | None = None) -> Segment:

@@ -6,7 +6,8 @@ model looks each window's features up here first (``encode``), so a window is en
 request: detection costs one decoder step per span, not a second encoder pass. Keyed by the window's
 features (a digest of the bytes), so only a window whose features are exactly the same is reused; an
 entry is dropped once used (each window is decoded once), which bounds the memory to the windows not
-yet decoded. The cache is per request: a context variable (one per thread), never shared.
+yet decoded; inside ``held()`` (a window decoded once per language) it stays until the block ends. The
+cache is per request: a context variable (one per thread), never shared.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import ctranslate2
 import numpy as np
 
 _active: ContextVar[dict | None] = ContextVar("encoder_cache", default=None)
+_held: ContextVar[set | None] = ContextVar("encoder_cache_held", default=None)
 
 
 @contextmanager
@@ -30,6 +32,19 @@ def active() -> Iterator[dict]:
         yield _active.get()
     finally:
         _active.reset(token)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """The block in which the windows taken from the cache stay there (decoded again), dropped at its end."""
+    token = _held.set(set())
+    try:
+        yield
+    finally:
+        cache, used = _active.get(), _held.get()
+        for key in used:
+            cache.pop(key, None)
+        _held.reset(token)
 
 
 def clear() -> None:
@@ -47,7 +62,10 @@ def encode(features: np.ndarray, encoder: Callable[[np.ndarray], object], *, kee
         return encoder(features)
     batch = features if features.ndim == 3 else features[None]
     keys = [hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=16).digest() for row in batch]
-    found = {i: cache.pop(key) for i, key in enumerate(keys) if key in cache}
+    held = _held.get()
+    if held is not None:
+        held.update(key for key in keys if key in cache)
+    found = {i: (cache[key] if held is not None else cache.pop(key)) for i, key in enumerate(keys) if key in cache}
     if not found and not keep:
         return encoder(features)
     missing = [i for i in range(len(batch)) if i not in found]
