@@ -62,12 +62,15 @@ def detect(model, features: np.ndarray, window_start: float, spans: list[tuple[f
     whole = model.model.detect_language(output)[0]
     window = SpanLanguage(spans[0][0] if spans else window_start, spans[-1][1] if spans else window_start,
                           _restricted(whole, allowed))
+    if len(spans) < 2:  # one span: the window's detection is its own, and a surer one
+        return window, [SpanLanguage(start, end, window.probabilities) for start, end in spans]
     encoded = _as_array(output, model)[0]  # shape: (1500, d_model)
     found = []
     for start, end in spans:
         first = max(0, int((start - window_start) * FRAMES_PER_SECOND))
         last = min(len(encoded), int(np.ceil((end - window_start) * FRAMES_PER_SECOND)))
-        if last - first < 2:
+        if last - first < 2:  # too short to say: the window's
+            found.append(SpanLanguage(start, end, window.probabilities))
             continue
         frames = ctranslate2.StorageView.from_array(np.ascontiguousarray(encoded[None, first:last]))
         if model.model.device != "cpu":
