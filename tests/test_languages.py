@@ -78,3 +78,30 @@ def test_each_segment_is_decoded_in_its_own_language(base_handler, mixed_excerpt
 def test_detection_costs_no_second_encoder_pass(base_handler):
     result = base_handler({"inputs": read_clip(CLIP), "parameters": {}})
     assert result["language"] == "en" and result["decoding"]["encoder_windows"] == 1
+
+
+def test_a_window_is_encoded_once_per_request():
+    # Detection keeps a window's encoder output; the decoding takes it (once, or once per language
+    # inside held()); another request starts empty.
+    import numpy as np
+
+    from whisper_endpoint.backends import encoder_cache
+
+    calls = []
+
+    def encoder(features):
+        calls.append(len(features))
+        return np.ones((len(features), 3, 2), dtype=np.float32)
+
+    window = np.zeros((1, 4, 6), dtype=np.float32)
+    with encoder_cache.active():
+        encoder_cache.encode(window, encoder, keep=True)
+        with encoder_cache.held():
+            encoder_cache.encode(window, encoder)
+            encoder_cache.encode(window, encoder)
+        assert calls == [1]
+        encoder_cache.encode(window, encoder)  # dropped at the end of held()
+        assert calls == [1, 1]
+    with encoder_cache.active():
+        encoder_cache.encode(window, encoder)
+    assert calls == [1, 1, 1]

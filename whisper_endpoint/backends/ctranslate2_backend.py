@@ -109,7 +109,7 @@ class CTranslate2Backend:
             **self._prompts(options, warnings),
             **decoding_options.faster_whisper_kwargs(options),
         )
-        with cost.counting(duration) as counter, encoder_cache.active():
+        with cost.counting(duration) as counter, encoder_cache.active(self.model.model.device == "cpu"):
             if duration > window_s:
                 batch_size = cost.batch_size(options, self.max_batch_size, warnings)
                 segments, language, probability, decoding = self._batched(

@@ -25,11 +25,12 @@ _held: ContextVar[set | None] = ContextVar("encoder_cache_held", default=None)
 
 
 @contextmanager
-def active() -> Iterator[dict]:
-    """The block in which this thread's encodes go through a new, empty cache."""
-    token = _active.set({})
+def active(enabled: bool = True) -> Iterator[None]:
+    """The block in which this thread's encodes go through a new, empty cache (``enabled``: on CPU; on a GPU
+    the encoder output stays on the device and encoding again is cheap)."""
+    token = _active.set({} if enabled else None)
     try:
-        yield _active.get()
+        yield
     finally:
         _active.reset(token)
 
@@ -42,7 +43,7 @@ def held() -> Iterator[None]:
         yield
     finally:
         cache, used = _active.get(), _held.get()
-        for key in used:
+        for key in used if cache is not None else ():
             cache.pop(key, None)
         _held.reset(token)
 
