@@ -1,6 +1,7 @@
 """Conversations in more than one language: per-segment languages vs the turns decoded alone (issue 58).
 
     python -m evaluation mixed [--out results/mixed.json] [--files NAME ...] [--threads 1] [--jobs 1]
+                               [--cache DIR]
 
 On audio/mixed's conversations (Dutch, Czech and English speakers; the tune and the held-out check
 set apart), with embedded:base on CTranslate2 (default compute type, no diarization), rows:
@@ -15,7 +16,9 @@ set apart), with embedded:base on CTranslate2 (default compute type, no diarizat
 WER in % (Whisper's BasicTextNormalizer, jiwer) of all the turns' text against the hypothesis's, per
 file and pooled over each set; ``ratio``: the pooled WER over the ``alone`` row's. Turn language: a
 turn is right when the language of the response's segments overlapping it most is the turn's own.
-CPU: process seconds per file. ``--jobs N``: N files at once, each in a process of its own.
+CPU: process seconds per file. ``--jobs N``: N files at once, each in a process of its own;
+``--cache DIR``: each file's rows are kept there as they finish and read back instead of run again
+(on a busy machine the files can be run a few at a time, then put together in one results file).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 from support.audio import pcm16_wav
 from support.paths import AUDIO
@@ -133,9 +137,12 @@ def markdown_table(result: dict) -> str:
 _handler = None
 
 
-def _evaluate_in_process(entry: dict, threads: int) -> dict:
-    """One file, on this process's handler (loaded once per process)."""
+def _evaluate_in_process(entry: dict, threads: int, cache) -> dict:
+    """One file, on this process's handler (loaded once per process), or its rows kept in ``cache``."""
     global _handler
+    kept = cache / entry["file"].replace(".flac", ".json") if cache else None
+    if kept is not None and kept.exists():
+        return json.loads(kept.read_text())
     if _handler is None:
         from whisper_endpoint.core.config import ModelSettings
         from whisper_endpoint.handler import EndpointHandler
@@ -143,6 +150,9 @@ def _evaluate_in_process(entry: dict, threads: int) -> dict:
         _handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=threads))
     row = evaluate_file(_handler, entry)
     print(entry["file"], {name: value["cpu_s"] for name, value in row["rows"].items()}, flush=True)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.write_text(json.dumps(row))
     return row
 
 
@@ -154,14 +164,16 @@ def main(argv: list[str]) -> int:
     options.add_argument("--files", nargs="+", choices=[e["file"].removesuffix(".flac") for e in entries])
     options.add_argument("--threads", type=int, default=1, help="CPU threads of the ASR")
     options.add_argument("--jobs", type=int, default=1, help="files evaluated at once, one process each")
+    options.add_argument("--cache", type=Path, help="keep each file's rows here; read them back instead of running")
     options.add_argument("--table", action="store_true", help="print the table of an existing --out file and stop")
     args = options.parse_args(argv)
     if args.table:
         print(markdown_table(json.loads(args.out.read_text())))
         return 0
     chosen = [e for e in entries if args.files is None or e["file"].removesuffix(".flac") in args.files]
+    chosen.sort(key=lambda e: e["set"] != "check")  # the held-out files first
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        found = list(pool.map(_evaluate_in_process, chosen, [args.threads] * len(chosen)))
+        found = list(pool.map(_evaluate_in_process, chosen, [args.threads] * len(chosen), [args.cache] * len(chosen)))
     files = with_wer({entry["file"].removesuffix(".flac"): row for entry, row in zip(chosen, found)})
     sets = {}
     for name, row in files.items():
