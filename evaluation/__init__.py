@@ -26,6 +26,7 @@ EVALUATIONS = {
     "known_speakers": "known_speakers",
     "speaker_library": "speaker_library",
     "multichannel": "multichannel",
+    "mixed": "mixed",
     "subtitles": "subtitles",
     "word_times": "word_times",
     "realtime": "realtime",

@@ -159,8 +159,8 @@ def test_a_looped_sequential_window_is_decoded_again(tiny_handler, monkeypatch):
 
     convert, planted = ctranslate2_backend._segment, []
 
-    def looping(segment):  # the first segment decoded says "the" 40 times
-        made = convert(segment)
+    def looping(segment, language=None):  # the first segment decoded says "the" 40 times
+        made = convert(segment, language)
         if planted:
             return made
         planted.append(True)

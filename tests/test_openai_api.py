@@ -138,6 +138,16 @@ def test_extra_body_reaches_the_handler_and_warnings_come_back(client, audio):
     assert "ignored unknown parameter 'shout'" in json.loads(response.headers["x-warnings"])
 
 
+def test_languages_reach_the_handler_from_the_form(client, audio):
+    # The form's extra fields go through the one request schema (issue 58): an English-only model refuses
+    # Dutch, and each verbose_json segment says its language.
+    with pytest.raises(openai.BadRequestError, match="nl"):
+        client.audio.transcriptions.create(model="whisper-1", file=audio, extra_body={"languages": "en,nl"})
+    result = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="verbose_json",
+                                                extra_body={"languages": "en"})
+    assert [segment.language for segment in result.segments] == ["en"]
+
+
 def test_temperature_is_applied(client, audio):
     # The segment's temperature is the one faster-whisper decoded it with (0 would be greedy).
     result = client.audio.transcriptions.create(model="whisper-1", file=audio, response_format="verbose_json",

@@ -171,6 +171,9 @@ EFFECTS: dict[str, Effect] = {
     "sampling_rate": Effect(12000, lambda o: len(o.decode) == 1 and abs(
         o.decode[0]["samples"] - _clip_length() * 4 / 3) <= 2),
     "language": Effect("en", lambda o: bool(o.decode) and all(c["language"] == "en" for c in o.decode)),
+    # tiny.en cannot decode Dutch: checked before any decoding (issue 58; the decoding per language is
+    # tested on the base model in test_languages.py).
+    "languages": Effect(["en", "nl"], lambda o: "languages ['nl'] need a multilingual model" in (o.error or "")),
     "num_speakers": Effect(2, lambda o: [c["num_speakers"] for c in o.diarize] == [2], **DIARIZED),
     "min_speakers": Effect(2, lambda o: [c["min_speakers"] for c in o.diarize] == [2], **DIARIZED),
     "max_speakers": Effect(3, lambda o: [c["max_speakers"] for c in o.diarize] == [3], **DIARIZED),

@@ -41,3 +41,8 @@ def check_language_options(options: InferenceConfig, *, is_multilingual: bool, m
             f"language {options.language!r} needs a multilingual model; {model_name} is "
             "English-only (omit language or use 'en')"
         )
+    others = [code for code in options.languages or () if code != "en"]
+    if others:
+        raise UnsupportedOptionError(
+            f"languages {others} need a multilingual model; {model_name} is English-only (omit languages or use ['en'])"
+        )

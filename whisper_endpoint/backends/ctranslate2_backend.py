@@ -20,8 +20,8 @@ import math
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import (cost, decoding_options, failed_windows, recovery, speech, tokens, windows,
-                                       word_edges)
+from whisper_endpoint.backends import (cost, decoding_options, encoder_cache, failed_windows, language_parts, recovery,
+                                       speech, tokens, windows, word_edges)
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -40,6 +40,13 @@ class _CountingModel(WindowByWindowAlignment, EncoderInPieces, WhisperModel):
     encoding.py)."""
 
     def encode(self, features):
+        return encoder_cache.encode(features, self._encode_counted)
+
+    def encode_kept(self, features):
+        """``encode``, keeping the output for the decoding of the same window (encoder_cache.py)."""
+        return encoder_cache.encode(features, self._encode_counted, keep=True)
+
+    def _encode_counted(self, features):
         cost.count(1 if features.ndim == 2 else features.shape[0])
         return super().encode(features)
 
@@ -104,18 +111,25 @@ class CTranslate2Backend:
             **self._prompts(options, warnings),
             **decoding_options.faster_whisper_kwargs(options),
         )
-        with cost.counting(duration) as counter:
+        with cost.counting(duration) as counter, encoder_cache.active(self.model.model.device == "cpu"):
             if duration > window_s:
                 batch_size = cost.batch_size(options, self.max_batch_size, warnings)
                 segments, language, probability, decoding = self._batched(
                     samples, window_s, batch_size, options, kwargs, context, counter)
                 warnings += decoding_options.batched_warnings(options)
             else:
-                kwargs["language"], detected = self._speech_language(samples, options)
-                segments, language, probability, stopped, speech_s = self._sequential(samples, options, kwargs, context)
-                probability = detected or probability
-                decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
-                segments = self._sequential_checked(samples, segments, speech_s, options, kwargs, decoding, counter)
+                plan = self._speech_language(samples, window_s, options)
+                if plan is not None and plan.mixed:  # several languages: decoded as the batched path does
+                    segments, language, probability, decoding = self._batched(
+                        samples, window_s, 1, options, kwargs, context, counter, plan)
+                else:
+                    kwargs["language"] = plan.language if plan else options.language
+                    segments, language, probability, stopped, speech_s = self._sequential(samples, options, kwargs,
+                                                                                         context)
+                    probability = plan.probability if plan else probability
+                    decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
+                    segments = self._sequential_checked(samples, segments, speech_s, options, kwargs, decoding,
+                                                        counter)
         if decoding.pop("stopped"):
             counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
         if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
@@ -144,13 +158,13 @@ class CTranslate2Backend:
         )
         return {"hotwords": hotwords.text, "initial_prompt": prompt.text}
 
-    def _speech_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str | None, float | None]:
-        """The language of the first 30 s of speech, not of the first 30 s of audio (a silent start would
-        decide it); the batched path already detects on speech only."""
+    def _speech_language(self, samples: np.ndarray, window_s: float,
+                         options: InferenceConfig) -> language_parts.LanguagePlan | None:
+        """The languages of the speech in one window, on the window's own encoder output (kept for its
+        decoding) over the speech's frames only (a silent start does not decide it); None: not detected."""
         if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
-            return options.language, None
-        language, probability, _ = self.model.detect_language(audio=speech.find_speech(samples).audio(samples))
-        return language, probability
+            return None
+        return language_parts.plan_one_window(self.model, samples, window_s, options.languages)
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""
@@ -159,7 +173,7 @@ class CTranslate2Backend:
         segments, stopped = [], False
         try:
             for segment in generator:  # the generator does the decoding
-                segments.append(_segment(segment))
+                segments.append(_segment(segment, info.language))
                 context.report(0, 1, segments)
         except cost.BudgetSpent:
             stopped = True
@@ -177,7 +191,7 @@ class CTranslate2Backend:
         def decode(window: windows.Window) -> list[Segment]:
             piece = samples[round(window.start * SAMPLE_RATE): round(window.end * SAMPLE_RATE)]
             generator, _ = self.model.transcribe(piece, vad_filter=options.vad_filter, **_retry(kwargs))
-            return [_segment(windows.shifted(s, window.start)) for s in _consume(generator)[0]]
+            return [_segment(windows.shifted(s, window.start), kwargs["language"]) for s in _consume(generator)[0]]
 
         spans = speech.find_speech(samples).spans
         pauses = [(end + start) / 2 for (_, end), (start, _) in zip(spans, spans[1:])]
@@ -187,41 +201,30 @@ class CTranslate2Backend:
         recovery.count(again, decoding, counter.notes)
         return again.segments
 
-    def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter):
+    def _batched(self, samples, window_s, batch_size, options, kwargs, context: DecodeContext, counter,
+                 plan: language_parts.LanguagePlan | None = None):
         """Decode the speech packed into windows, ``batch_size`` windows at a time, each batch followed by
         the second pass over what its windows left out (see windows.py): so the segments come out
         final and in time order, and are reported after every batch. Stops where the window budget is
-        spent (cost.py)."""
-        packed = windows.pack_speech(samples, window_s)
+        spent (cost.py). Speech in several languages: see ``_decode_group``."""
         decoding = {"mode": "batched", "batch_size": batch_size, "beam_size": kwargs["beam_size"],
                     "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "windows_decoded_again": 0, "windows_not_recovered": 0,
                     "stopped": False}
+        plan = plan or self._plan(samples, window_s, options)
+        packed = plan.packed
         if not packed.windows:
             context.report(0, 0, [])
             return [], options.language, None, decoding
         segments, skipped, total = [], 0, len(packed.windows)
         context.report(0, total)
-        language, probability = self._language(packed, kwargs["language"])
-        kwargs = {**kwargs, "language": language}
         pipeline = _RequestPipeline(self.model)
         for first in range(0, total, batch_size):
             group = packed.windows[first: first + batch_size]
-            generator, _ = pipeline.transcribe(
-                packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
-            )
-            found, decoding["stopped"] = _consume(generator)
-            found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
-            missed = windows.leftovers([w for w in group if w not in redone], found) \
-                if options.recover_dropped_speech else []
-            for window in missed:
-                if counter.spent:
-                    skipped += 1
-                    continue
-                found += self._decode_alone(packed.audio, window, kwargs)
-                decoding["remainders_decoded_again"] += 1
-            segments += [_segment(s) for s in packed.original_times(sorted(found, key=lambda s: s.start))
-                         if _kept(s, options)]
+            found, skipped_now = self._decode_group(pipeline, plan, group, batch_size, options, kwargs, decoding,
+                                                    counter)
+            skipped += skipped_now
+            segments += [_segment(s, language) for s, language in found if _kept(s, options)]
             context.report(first + len(group), total, segments)
             if decoding["stopped"]:
                 break
@@ -230,7 +233,63 @@ class CTranslate2Backend:
                 f"{skipped} of {skipped + decoding['remainders_decoded_again']} window remainders were not decoded "
                 f"again: the request's bound of {counter.budget} encoder windows was spent"
             )
-        return segments, language, probability, decoding
+        if plan.mixed:
+            decoding["languages_decoded"] = sorted({code for _, _, code in plan.spans})
+        return segments, plan.language, plan.probability, decoding
+
+    def _plan(self, samples, window_s, options: InferenceConfig) -> language_parts.LanguagePlan:
+        """The language asked for, or each span's (language_parts.py) over the windows of packed speech."""
+        packed = windows.pack_speech(samples, window_s)
+        if options.language is not None or not self.is_multilingual or not packed.windows:
+            return language_parts.given(options.language or "en", packed)
+        return language_parts.plan(self.model, packed, options.languages)
+
+    def _decode_group(self, pipeline, plan, group, batch_size, options, kwargs, decoding, counter):
+        """One batch of windows: (faster-whisper segment in original time, its language) in time order, and
+        the number of remainders not decoded again (the budget was spent). A batch with speech in several
+        languages is decoded once per language on the same encoder output (encoder_cache.held), each
+        decode keeping the words over its own language's spans (language_parts.own_language)."""
+        languages = list(dict.fromkeys(code for window in group for code in plan.languages_in(window)))
+        found, skipped = [], 0
+        with encoder_cache.held():
+            for language in languages:
+                mixed = len(languages) > 1  # the words say which spans each decode keeps
+                own = [window for window in group if language in plan.languages_in(window)]
+                part_kwargs = {**kwargs, "language": language, "word_timestamps": kwargs["word_timestamps"] or mixed}
+                decoded, skipped_now = self._decode_windows(pipeline, plan.packed, own, batch_size, options,
+                                                            part_kwargs, decoding, counter, check=not mixed)
+                skipped += skipped_now
+                if mixed:
+                    decoded = language_parts.own_language(decoded, plan.spans_of(language), kwargs["word_timestamps"])
+                found += [(segment, language) for segment in decoded]
+                if decoding["stopped"]:
+                    break
+        found.sort(key=lambda pair: pair[0].start)
+        restored = plan.packed.original_times([segment for segment, _ in found])
+        return [(segment, language) for segment, (_, language) in zip(restored, found)], skipped
+
+    def _decode_windows(self, pipeline, packed, group, batch_size, options, kwargs, decoding, counter, *,
+                        check: bool = True):
+        """``group``'s windows in one language, with the second pass over their remainders (packed time);
+        with ``check``, each window judged and a failed one decoded again (``_checked``). A window decoded
+        in one of several languages is not judged: its other language's speech is not its to transcribe."""
+        generator, _ = pipeline.transcribe(
+            packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
+        )
+        found, decoding["stopped"] = _consume(generator)
+        redone = set()
+        if check:
+            found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
+        missed = windows.leftovers([w for w in group if w not in redone], found) \
+            if options.recover_dropped_speech else []
+        skipped = 0
+        for window in missed:
+            if counter.spent:
+                skipped += 1
+                continue
+            found += self._decode_alone(packed.audio, window, kwargs)
+            decoding["remainders_decoded_again"] += 1
+        return found, skipped
 
     def _checked(self, packed: windows.PackedSpeech, group: list[windows.Window], found: list, kwargs: dict,
                  decoding: dict, counter) -> tuple[list, set]:
@@ -248,24 +307,6 @@ class CTranslate2Backend:
             found = [s for s in found if all(s is not m for m in mine)] + again.segments
             redone.add(window)
         return found, redone
-
-    def _language(self, packed: windows.PackedSpeech, language: str | None) -> tuple[str, float]:
-        """The language asked for, or the one Whisper detects on the first 30 s of the packed windows'
-        features, exactly as faster-whisper's batched pipeline does it over all the windows at once."""
-        if language is not None or not self.is_multilingual:
-            return language or "en", 1
-        extractor = self.model.feature_extractor
-        features, frames = [], 0
-        for window in packed.windows:
-            piece = packed.audio[int(window.start * SAMPLE_RATE): int(window.end * SAMPLE_RATE)]
-            features.append(extractor(piece)[..., :-1])
-            frames += features[-1].shape[-1]
-            if frames >= extractor.nb_max_frames:
-                break
-        # faster-whisper's dummy frame (for empty audio) after the windows' features.
-        features.append(np.full((self.model.model.n_mels, 1), -1.5, dtype="float32"))
-        language, probability, _ = self.model.detect_language(features=np.concatenate(features, axis=1))
-        return language, probability
 
     def _decode_alone(self, audio: np.ndarray, window: windows.Window, kwargs: dict) -> list:
         """A window's remainder through the sequential decoder, as Whisper's own seek would decode it:
@@ -316,14 +357,15 @@ def _kept(segment, options: InferenceConfig) -> bool:
     return not explicit or decoding_options.keep(segment, options.no_speech_threshold)
 
 
-def _segment(segment) -> Segment:
+def _segment(segment, language: str | None = None) -> Segment:
     words = None
     if segment.words is not None:
         # faster-whisper gives numpy floats in places; the response needs plain JSON numbers.
         words = tuple(Word(float(w.start), float(w.end), w.word, float(w.probability)) for w in segment.words)
     return Segment(float(segment.start), float(segment.end), segment.text, words,
                    avg_logprob=_number(segment.avg_logprob), no_speech_prob=_number(segment.no_speech_prob),
-                   compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature))
+                   compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature),
+                   language=language)
 
 
 def _number(value) -> float | None:

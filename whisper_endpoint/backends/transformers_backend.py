@@ -107,6 +107,9 @@ class TransformersBackend:
         warnings: list[str] = []
         duration = len(samples) / SAMPLE_RATE
         window_s = cost.window_length(options, duration, warnings)
+        if options.language is None and len(options.languages or ()) > 1:  # issue 58: ctranslate2 only
+            warnings.append("a language per segment needs the ctranslate2 backend: the transformers backend decodes "
+                            "the whole input in the one language it detects among 'languages'")
         with cost.counting(duration, strict=False) as counter:
             options, probability = self._with_language(samples, options)
             generate_kwargs = self._generate_kwargs(samples, options, warnings)
@@ -246,7 +249,8 @@ class TransformersBackend:
         with torch.inference_mode():
             logits = self.model(input_features=features.to(self.device, self.dtype), decoder_input_ids=start,
                                 use_cache=False).logits[0, -1]
-        ids = list(config.lang_to_id.values())
+        ids = [i for token, i in config.lang_to_id.items()
+               if not options.languages or token.strip("<|>") in options.languages]
         probabilities = torch.softmax(logits[ids].float(), dim=-1)
         best = int(probabilities.argmax())
         return self.tokenizer.convert_ids_to_tokens(ids[best]).strip("<|>"), float(probabilities[best])

@@ -220,6 +220,12 @@ class InferenceConfig(SubtitleOptions):
     language: Optional[str] = Field(
         None, description="Code or English name (ja, japanese, mandarin...); none or auto detects it."
     )
+    languages: Optional[list[str]] = Field(
+        None, min_length=1, max_length=20,
+        description="The languages the audio may be in (codes or names, e.g. ['nl', 'en']; as text a JSON list or "
+        "comma-separated): detection picks among them, per segment when several are spoken (docs/languages.md); "
+        "one value is the same as language.",
+    )
     num_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: the number of speakers.")
     min_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at least this many (<= max).")
     max_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at most this many.")
@@ -309,6 +315,30 @@ class InferenceConfig(SubtitleOptions):
         if not isinstance(value, str):
             raise ValueError("must be a language code or name, e.g. 'en' or 'english'")
         return normalize_language(value)
+
+    @field_validator("languages", mode="before")
+    @classmethod
+    def _languages(cls, value):
+        if isinstance(value, str):  # text-only routes: a JSON list or comma-separated codes
+            text = value.strip()
+            value = json.loads(text) if text.startswith("[") else text.split(",")
+        if not isinstance(value, list) or not all(isinstance(code, str) for code in value):
+            raise ValueError("must be a list of language codes or names, e.g. ['nl', 'en']")
+        codes = [normalize_language(code) for code in value]
+        if None in codes:
+            raise ValueError("'auto' is not a language: leave languages unset to detect among all")
+        return list(dict.fromkeys(codes))
+
+    @model_validator(mode="after")
+    def _one_language(self):
+        # One allowed language is that language; with language given, it must be one of them.
+        if self.languages is None:
+            return self
+        if self.language is not None and self.language not in self.languages:
+            raise ValueError(f"language {self.language!r} is not among languages {self.languages}")
+        if len(self.languages) == 1 and self.language is None:
+            object.__setattr__(self, "language", self.languages[0])
+        return self
 
     @field_validator("channel_names", mode="before")
     @classmethod

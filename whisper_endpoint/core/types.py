@@ -31,6 +31,7 @@ class Segment:
     no_speech_prob: float | None = None
     compression_ratio: float | None = None
     temperature: float | None = None
+    language: str | None = None  # the language it was decoded in (None where a backend does not say)
 
 
 @dataclass(frozen=True)

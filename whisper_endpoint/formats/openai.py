@@ -58,7 +58,8 @@ def verbose_json(result: dict, *, task: str, words: bool, segments: bool) -> dic
 def _segment(index: int, chunk: dict) -> dict:
     start, end = chunk["timestamp"]
     return {"id": index, "start": start, "end": end, "text": chunk["text"],
-            **dict.fromkeys(UNKNOWN_SEGMENT_FIELDS), **{name: chunk.get(name) for name in CONFIDENCE_FIELDS}}
+            **dict.fromkeys(UNKNOWN_SEGMENT_FIELDS), **{name: chunk.get(name) for name in CONFIDENCE_FIELDS},
+            **({"language": chunk["language"]} if "language" in chunk else {})}  # issue 58; not OpenAI's
 
 
 def diarized_json(result: dict) -> dict:

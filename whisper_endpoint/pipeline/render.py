@@ -12,6 +12,7 @@ with ``segments`` (the segment chunks) beside them.
 from __future__ import annotations
 
 from whisper_endpoint.core.types import ChannelResult, MergedChannels, Segment, Speakers, Transcript, Word, span
+from whisper_endpoint.pipeline import languages
 
 CONFIDENCE_FIELDS = ("avg_logprob", "no_speech_prob", "compression_ratio", "temperature")
 
@@ -19,11 +20,16 @@ CONFIDENCE_FIELDS = ("avg_logprob", "no_speech_prob", "compression_ratio", "temp
 def chunks(transcript: Transcript, timestamps: str, duration: float, confidence: bool = False) -> list[dict]:
     if timestamps == "word":
         return [{"text": word.text, "timestamp": span(word.start, word.end, duration),
-                 **(_word_confidence(word) if confidence else {})} for word in transcript.words]
+                 **(_word_confidence(word) if confidence else {}), **_language(seg)}
+                for seg in transcript.segments for word in (seg.words or ())]
     if timestamps == "segment":
         return [{"text": seg.text, "timestamp": span(seg.start, seg.end, duration),
-                 **(segment_confidence(seg) if confidence else {})} for seg in transcript.segments]
+                 **(segment_confidence(seg) if confidence else {}), **_language(seg)} for seg in transcript.segments]
     return []
+
+
+def _language(segment: Segment) -> dict:
+    return {} if segment.language is None else {"language": segment.language}
 
 
 def segment_confidence(segment: Segment) -> dict:
@@ -59,9 +65,10 @@ def response(
     result = {
         "text": transcript.text,
         "chunks": chunks(transcript, timestamps, duration, confidence),
-        "speakers": speakers.runs if speakers else [],
+        "speakers": languages.with_languages(speakers.runs, transcript.segments) if speakers else [],
         "language": transcript.language,
         "language_probability": language_probability(transcript),
+        "languages": languages.summary(transcript.segments),
         "duration": round(duration, 3),
         "warnings": [*(warnings or []), *(speakers.warnings if speakers else []), *transcript.warnings],
         "decoding": transcript.decoding,

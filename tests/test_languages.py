@@ -1,0 +1,107 @@
+"""Conversations in more than one language (issue 58): ``languages``, a language per segment, the summary."""
+
+from __future__ import annotations
+
+import pytest
+
+from support.audio import decode_reference, pcm16_wav, read_clip
+from support.paths import AUDIO
+from support.serving import CLIP
+from whisper_endpoint.backends import language_rule
+from whisper_endpoint.backends.span_languages import SpanLanguage
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.errors import InvalidParameterError, UnsupportedOptionError
+
+
+def test_an_unknown_language_is_a_422_naming_it(tiny_handler):
+    with pytest.raises(InvalidParameterError, match="parameters.languages.*'xx'") as info:
+        tiny_handler({"inputs": read_clip(CLIP), "parameters": {"languages": ["nl", "xx"]}})
+    assert info.value.status == 422
+
+
+def test_an_english_only_model_refuses_other_allowed_languages(tiny_handler):
+    with pytest.raises(UnsupportedOptionError, match=r"\['nl'\].*English-only") as info:
+        tiny_handler({"inputs": read_clip(CLIP), "parameters": {"languages": "en,nl"}})
+    assert info.value.status == 400
+
+
+def test_one_allowed_language_is_the_language():
+    assert InferenceConfig(languages=["Dutch"]).language == "nl"
+    assert InferenceConfig(languages='["nl", "en"]').languages == ["nl", "en"]
+    with pytest.raises(ValueError, match="not among languages"):
+        InferenceConfig(language="cs", languages=["nl", "en"])
+
+
+def test_every_chunk_says_its_language_and_the_summary_its_share(tiny_handler):
+    result = tiny_handler({"inputs": read_clip(CLIP), "parameters": {}})
+    assert result["chunks"] and {chunk["language"] for chunk in result["chunks"]} == {"en"}
+    assert result["languages"] == [{"language": "en", "share": 1.0}]
+
+
+def _span(start, end, **probabilities):
+    return SpanLanguage(start, end, probabilities)
+
+
+def test_one_language_stays_one_language():
+    # A short unsure span in another language does not make a second language (single-language audio
+    # is decoded as before).
+    spans = [_span(0, 3, en=0.9, nl=0.1), _span(3, 4, en=0.3, hu=0.7), _span(4, 9, en=0.95, nl=0.05)]
+    assert language_rule.decide(spans, [_span(0, 9, en=0.9, hu=0.1)]) == ["en", "en", "en"]
+
+
+def test_a_clear_second_language_is_decoded_in_its_own_and_unsure_spans_follow_neighbours():
+    spans = [_span(0, 3, nl=0.9, en=0.1), _span(3, 3.5, nl=0.2, en=0.8), _span(3.5, 6, nl=0.95, en=0.05),
+             _span(6, 9, en=0.9, nl=0.1)]
+    windows = [_span(0, 9, nl=0.6, en=0.4)]
+    assert language_rule.decide(spans, windows) == ["nl", "nl", "nl", "en"]
+
+
+@pytest.fixture(scope="module")
+def mixed_excerpt() -> bytes:
+    """The first 20.4 s of a Dutch-English conversation: four Dutch turns, a one-word English one, two
+    English turns (audio/mixed/mixed_nl_en_chest.json)."""
+    samples = decode_reference(AUDIO / "mixed" / "mixed_nl_en_chest.flac")
+    return pcm16_wav(samples[: int(20.42 * 16000)])
+
+
+def test_each_segment_is_decoded_in_its_own_language(base_handler, mixed_excerpt):
+    result = base_handler({"inputs": mixed_excerpt, "parameters": {}})
+    said = {round(chunk["timestamp"][0]): chunk["language"] for chunk in result["chunks"]}
+    assert said[0] == "nl" and said[13] == "en", said
+    english = " ".join(chunk["text"] for chunk in result["chunks"] if chunk["language"] == "en").lower()
+    assert "too easy" in english and "player" in english
+    assert [entry["language"] for entry in result["languages"]] == ["nl", "en"]
+    assert sum(entry["share"] for entry in result["languages"]) == pytest.approx(1.0, abs=0.002)
+    assert result["language"] == "nl"
+
+
+def test_detection_costs_no_second_encoder_pass(base_handler):
+    result = base_handler({"inputs": read_clip(CLIP), "parameters": {}})
+    assert result["language"] == "en" and result["decoding"]["encoder_windows"] == 1
+
+
+def test_a_window_is_encoded_once_per_request():
+    # Detection keeps a window's encoder output; the decoding takes it (once, or once per language
+    # inside held()); another request starts empty.
+    import numpy as np
+
+    from whisper_endpoint.backends import encoder_cache
+
+    calls = []
+
+    def encoder(features):
+        calls.append(len(features))
+        return np.ones((len(features), 3, 2), dtype=np.float32)
+
+    window = np.zeros((1, 4, 6), dtype=np.float32)
+    with encoder_cache.active():
+        encoder_cache.encode(window, encoder, keep=True)
+        with encoder_cache.held():
+            encoder_cache.encode(window, encoder)
+            encoder_cache.encode(window, encoder)
+        assert calls == [1]
+        encoder_cache.encode(window, encoder)  # dropped at the end of held()
+        assert calls == [1, 1]
+    with encoder_cache.active():
+        encoder_cache.encode(window, encoder)
+    assert calls == [1, 1, 1]

@@ -1,0 +1,79 @@
+"""A request's encoder outputs, kept from language detection for the decoding (issue 58).
+
+Detecting the language per speech span (span_languages.py) needs each window's encoder output; the
+batched pipeline and faster-whisper's ``transcribe`` then encode the same windows again. The backend's
+model looks each window's features up here first (``encode``), so a window is encoded once per
+request: detection costs one decoder step per span, not a second encoder pass. Keyed by the window's
+features (a digest of the bytes), so only a window whose features are exactly the same is reused; an
+entry is dropped once used (each window is decoded once), which bounds the memory to the windows not
+yet decoded; inside ``held()`` (a window decoded once per language) it stays until the block ends. The
+cache is per request: a context variable (one per thread), never shared.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+import ctranslate2
+import numpy as np
+
+_active: ContextVar[dict | None] = ContextVar("encoder_cache", default=None)
+_held: ContextVar[set | None] = ContextVar("encoder_cache_held", default=None)
+
+
+@contextmanager
+def active(enabled: bool = True) -> Iterator[None]:
+    """The block in which this thread's encodes go through a new, empty cache (``enabled``: on CPU; on a GPU
+    the encoder output stays on the device and encoding again is cheap)."""
+    token = _active.set({} if enabled else None)
+    try:
+        yield
+    finally:
+        _active.reset(token)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """The block in which the windows taken from the cache stay there (decoded again), dropped at its end."""
+    token = _held.set(set())
+    try:
+        yield
+    finally:
+        cache, used = _active.get(), _held.get()
+        for key in used if cache is not None else ():
+            cache.pop(key, None)
+        _held.reset(token)
+
+
+def clear() -> None:
+    """Forget what was kept (the windows were packed anew: none will be asked for again)."""
+    cache = _active.get()
+    if cache is not None:
+        cache.clear()
+
+
+def encode(features: np.ndarray, encoder: Callable[[np.ndarray], object], *, keep: bool = False):
+    """``encoder(features)`` with the windows found in the cache taken from it (and dropped), the others
+    encoded in one call; ``keep``: store every window's output for a later call (detection)."""
+    cache = _active.get()
+    if cache is None or features.ndim not in (2, 3):
+        return encoder(features)
+    batch = features if features.ndim == 3 else features[None]
+    keys = [hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=16).digest() for row in batch]
+    held = _held.get()
+    if held is not None:
+        held.update(key for key in keys if key in cache)
+    found = {i: (cache[key] if held is not None else cache.pop(key)) for i, key in enumerate(keys) if key in cache}
+    if not found and not keep:
+        return encoder(features)
+    missing = [i for i in range(len(batch)) if i not in found]
+    if missing:
+        encoded = np.asarray(encoder(np.ascontiguousarray(batch[missing])))
+        found.update(zip(missing, encoded))
+    rows = np.stack([found[i] for i in range(len(batch))])
+    if keep:
+        cache.update(zip(keys, rows))
+    return ctranslate2.StorageView.from_array(np.ascontiguousarray(rows))

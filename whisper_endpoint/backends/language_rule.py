@@ -1,0 +1,85 @@
+"""Which language each span of speech is decoded in, from each span's own detection (issue 58).
+
+A span's detection alone flip-flops: a 1 s "What?" or a Czech line is often given to a neighbouring
+language (Czech to Slovak or Polish; see docs/languages.md). The rule:
+
+1. The main language has the most probability mass, weighted by duration, over the windows' own
+   detections (Whisper's, over a whole window: sure on short speech where a span alone is not).
+2. Another language is present only when spans it wins with probability at least ``CONFIDENT`` last
+   ``MIN_CONFIDENT_S`` in all and ``MIN_SHARE`` of the speech: one language is the usual case, and then
+   every span is decoded in it, as before (single-language audio is decoded as it always was).
+3. With several present, each span's probabilities are renormalised over the present languages and it
+   takes the most likely; a span that is short (under ``SHORT_S``) or unsure (under ``UNSURE``) takes
+   its neighbours' language when the sure spans before and after it agree.
+
+Not done yet: a diarized request's speakers as a prior (a speaker keeps one language); the diarization
+runs alongside the ASR and is not known when the languages are decided.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from whisper_endpoint.backends.span_languages import SpanLanguage
+
+CONFIDENT, MIN_CONFIDENT_S, MIN_SHARE = 0.8, 2.0, 0.1
+SHORT_S, UNSURE = 1.0, 0.6
+
+
+def main_language(spans: list[SpanLanguage]) -> tuple[str, float]:
+    """The language with the most duration-weighted probability, and its share of that mass."""
+    mass = _mass(spans, lambda span: span.probabilities)
+    main = max(mass, key=mass.get)
+    return main, mass[main] / (sum(mass.values()) or 1.0)
+
+
+def present(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]:
+    """The main language first, then every other language the spans clearly speak (rule 2)."""
+    main, _ = main_language(windows)
+    total = sum(span.duration for span in spans)
+    sure = defaultdict(float)
+    for span in spans:
+        if span.confidence >= CONFIDENT:
+            sure[span.language] += span.duration
+    others = [code for code, seconds in sorted(sure.items(), key=lambda item: -item[1])
+              if code != main and seconds >= MIN_CONFIDENT_S and seconds >= MIN_SHARE * total]
+    return [main, *others]
+
+
+def decide(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]:
+    """One language per span (rules 1-3)."""
+    if not spans:
+        return []
+    languages = present(spans, windows)
+    if len(languages) == 1:
+        return languages * len(spans)
+    restricted = [_renormalised(span, languages) for span in spans]
+    chosen = [max(p, key=p.get) for p in restricted]
+    sure = [span.duration >= SHORT_S and p[c] >= UNSURE for span, p, c in zip(spans, restricted, chosen)]
+    return _follow_neighbours(chosen, sure)
+
+
+def _follow_neighbours(chosen: list[str], sure: list[bool]) -> list[str]:
+    result = list(chosen)
+    for i, is_sure in enumerate(sure):
+        if is_sure:
+            continue
+        before = next((chosen[j] for j in range(i - 1, -1, -1) if sure[j]), None)
+        after = next((chosen[j] for j in range(i + 1, len(chosen)) if sure[j]), None)
+        if before is not None and before == after:
+            result[i] = before
+    return result
+
+
+def _renormalised(span: SpanLanguage, languages: list[str]) -> dict[str, float]:
+    p = {code: span.probabilities.get(code, 0.0) for code in languages}
+    total = sum(p.values())
+    return {code: value / total for code, value in p.items()} if total > 0 else {languages[0]: 1.0}
+
+
+def _mass(spans, probabilities) -> dict[str, float]:
+    mass = defaultdict(float)
+    for span in spans:
+        for code, value in probabilities(span).items():
+            mass[code] += value * max(span.duration, 1e-3)
+    return mass
