@@ -31,10 +31,10 @@ def test_ctranslate2_words_and_segments_carry_their_confidence(tiny_handler):
     assert "".join(c["text"] for c in result["chunks"]).strip() == TEXT
     assert all(0.5 < chunk["probability"] <= 1 for chunk in result["chunks"])
     [segment] = result["segments"]  # the chunks are words: the segments come beside them
-    assert set(segment) == {"text", "timestamp"} | FIELDS
+    assert set(segment) == {"text", "timestamp", "language"} | FIELDS
     assert -1 < segment["avg_logprob"] < 0 and segment["no_speech_prob"] < 0.1 and segment["temperature"] == 0
     plain = _ask(tiny_handler, return_timestamps="word")  # not asked: the response is as before
-    assert "segments" not in plain and all(set(c) == {"text", "timestamp"} for c in plain["chunks"])
+    assert "segments" not in plain and all(set(c) == {"text", "timestamp", "language"} for c in plain["chunks"])
 
 
 @pytest.mark.slow  # both backends on the clips
