@@ -172,3 +172,13 @@ def test_a_looped_sequential_window_is_decoded_again(tiny_handler, monkeypatch):
     assert decoding["mode"] == "sequential" and decoding["windows_decoded_again"] == 1
     assert decoding["windows_not_recovered"] == 0 and " the the the" not in looped["text"]
     assert {"numeric", "dictation", "exit"} <= set(failed_windows.words(looped["text"]))
+
+
+def test_text_without_spaces_is_not_counted_in_words():
+    """Japanese (the meeting of audio/ja, 25 s of speech) has no spaces to count words by: the rate tests
+    leave it alone, and a loop in it is still caught by its compression."""
+    said = ("おはようございます。今日の会議を始めましょう。はい、まず、先月の売り上げについて報告します。"
+            "お願いします。前年と比べてどうでしたか。前年より12%増えました。新しいプランガコーチョウです。"
+            "会約率も少し下がっています。サポートの対応が早くなった体と思います。")
+    assert failed_windows.failure(failed_windows.Decoded(said, -0.3, 0.01, 25.0)) is None
+    assert failed_windows.failure(failed_windows.Decoded("はい、" * 40, -0.3, 0.01, 25.0)) is not None

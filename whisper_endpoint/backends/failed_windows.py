@@ -30,6 +30,9 @@ MAX_WORDS_PER_S = 6.5  # faster than anyone speaks: invented or repeated text
 MIN_WORDS_PER_S, MIN_SPEECH_S = 0.5, 10.0  # 10 s of speech, hardly a word: turns lost
 
 _WORD = re.compile(r"[\w']+")
+# Scripts written without spaces between words (Chinese, Japanese, Thai, Lao, Myanmar, Khmer): their text
+# has no words to count, so the speech-rate tests do not apply to it.
+_UNSPACED = re.compile("[\u0e00-\u0eff\u1000-\u109f\u1780-\u17ff\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff]")
 _NUMBER_WORDS = frozenset(
     "zero oh one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
     "sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred "
@@ -56,6 +59,12 @@ class Decoded:
 
 def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
+
+
+def spaced(text: str) -> bool:
+    """Whether ``text`` is mostly in a script that puts spaces between words (its words can be counted)."""
+    letters = sum(character.isalpha() for character in text)
+    return len(_UNSPACED.findall(text)) * 2 < letters if letters else True
 
 
 def compression_ratio(text: str) -> float:
@@ -105,7 +114,7 @@ def failure(decoded: Decoded) -> str | None:
     if decoded.avg_logprob is not None and decoded.avg_logprob < LOGPROB and tokens \
             and not (decoded.no_speech_prob or 0.0) > NO_SPEECH:
         return f"average log-probability {decoded.avg_logprob:.2f} < {LOGPROB}"
-    if decoded.speech_s:
+    if decoded.speech_s and spaced(decoded.text):
         rate = len(tokens) / decoded.speech_s
         if rate > MAX_WORDS_PER_S:
             return f"{rate:.1f} words per second of speech > {MAX_WORDS_PER_S}"
