@@ -1,4 +1,4 @@
-"""``python bench/long_memory.py [--minutes 15 60 120 240] [--baseline COMMIT]``: the embedded diarizer's
+"""``python -m bench.long_memory [--minutes 15 60 120 240] [--baseline COMMIT]``: the embedded diarizer's
 peak resident memory, time, speaker count and DER on long recordings (issue 62).
 
 The long recordings are audio/long/fillets_long.flac (13.4 min, two voices) repeated to each length, a
@@ -105,10 +105,9 @@ def main() -> None:
     if args.child is not None:
         Path(args.out).write_text(json.dumps(child(args.child)))
         return
-    sys.path.insert(0, str(ROOT))
-    from support.results import write
+    from support.results import write  # run as ``python -m bench.long_memory`` from the repository
 
-    command = "python bench/long_memory.py " + " ".join(sys.argv[1:])
+    command = "python -m bench.long_memory " + " ".join(sys.argv[1:])
     out = Path(args.out)
     results = json.loads(out.read_text()) if out.exists() else {}
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
