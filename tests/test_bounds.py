@@ -81,11 +81,13 @@ def test_remainders_past_the_budget_are_skipped_and_said(tiny_handler, long_audi
 
 
 def test_the_sequential_decoder_stops_at_the_budget_and_says_so(base_handler, monkeypatch):
-    monkeypatch.setattr(cost, "WINDOWS_PER_30S", 1)  # budget 1: language detection spends it
+    # Language detection reads the window the decoding encodes (no window of its own): a budget of one
+    # decodes the clip, so none is left for the sequential decoder's first window here.
+    monkeypatch.setattr(cost, "WINDOWS_PER_30S", 0)
     monkeypatch.setattr(cost, "EXTRA_WINDOWS", 0)
-    result = base_handler({"inputs": read_clip(CLIP)})
-    assert result["decoding"]["encoder_windows"] == 1 and result["text"] == ""
-    assert any("decoding stopped at this request's bound of 1 encoder windows" in w for w in result["warnings"])
+    result = base_handler({"inputs": read_clip(CLIP), "parameters": {"language": "en"}})
+    assert result["decoding"]["encoder_windows"] == 0 and result["text"] == ""
+    assert any("decoding stopped at this request's bound of 0 encoder windows" in w for w in result["warnings"])
 
 
 # --- the token budget ---------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Word timestamps aligned window by window on CPU (backends/alignment.py, issue #36) are faster-whisper's
-own batched alignment to the bit: the same words, times, probabilities and text, on a real batch."""
+own batched alignment: the same words, times and text, the probabilities within int8 rounding, on a real
+batch."""
 
 from __future__ import annotations
 
@@ -41,5 +42,12 @@ def test_window_by_window_alignment_gives_the_batched_alignment(asr, monkeypatch
         expected = _word_transcript(asr, samples)
     assert max(batches) >= 2, batches  # a batch of several windows was aligned, or this tests nothing
     got = _word_transcript(asr, samples)
-    assert got.segments == expected.segments  # frozen dataclasses: text, times, words and their probabilities
+    # The same text, times and words; the probabilities from int8 kernels that round a batch and one
+    # window alike on AVX-512 CPUs, and up to ~0.07 apart on AVX2 ones.
+    assert len(got.segments) == len(expected.segments)
+    for mine, theirs in zip(got.segments, expected.segments):
+        assert (mine.start, mine.end, mine.text) == (theirs.start, theirs.end, theirs.text)
+        assert [(w.start, w.end, w.text) for w in mine.words] == [(w.start, w.end, w.text) for w in theirs.words]
+        assert [w.probability for w in mine.words] == pytest.approx([w.probability for w in theirs.words], abs=0.1)
+        assert mine.avg_logprob == theirs.avg_logprob  # the decoding's, not the alignment's
     assert sum(len(segment.words) for segment in got.segments) > 50

@@ -3,8 +3,9 @@
 faster-whisper aligns a batch's text with one ``Whisper.align`` call over all its windows (the decoder
 re-run over the text tokens, for the cross-attention that the DTW turns into word times). On CPU that
 call cost 2.3x the same windows aligned one at a time (the 10 windows of the first 5 min of the
-13.4 min Dutch file, one thread: 2.94 against 1.26 CPU s), with the same alignments and token
-probabilities to the bit: each window's result depends on its own encoder output and tokens only.
+13.4 min Dutch file, one thread: 2.94 against 1.26 CPU s), with the same alignments: each window's
+result depends on its own encoder output and tokens only. The token probabilities were the same to the
+bit on an AVX-512 CPU; on AVX2 the int8 kernels round a batch and one window differently (up to ~0.07).
 Issue #36: the word timestamps a diarized request needs were most of what it cost beyond the ASR and
 the diarizer. On GPU the batch stays whole (not measured there).
 
