@@ -1,15 +1,16 @@
 """A CTranslate2 ``model.bin``'s tensors by name, read with numpy (no ctranslate2, no torch).
 
-The layout is the one weights/convert.py documents (binary version 6). The file is memory-mapped: a
+The layout is the one weights/convert.py documents (binary version 6), walked by weights/model_bin.py. The file is memory-mapped: a
 tensor costs memory only once it is read, and reading one returns float32, quantization undone.
 """
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import numpy as np
+
+from whisper_endpoint.weights.model_bin import layout
 
 # model.bin dtype ids in ctranslate2's DataType order; bfloat16 (5) has no numpy type.
 _DTYPES = (np.float32, np.int8, np.int16, np.int32, np.float16)
@@ -23,33 +24,13 @@ class ModelBin:
         self._index()
 
     def _index(self) -> None:
-        data, pos = self._map, 0
-
-        def take(fmt: str):
-            nonlocal pos
-            values = struct.unpack_from("<" + fmt, data, pos)
-            pos += struct.calcsize("<" + fmt)
-            return values[0] if len(values) == 1 else values
-
-        def string() -> str:
-            size = take("H")
-            text = bytes(data[pos: pos + size - 1]).decode("utf-8")
-            take(f"{size}x")
-            return text
-
-        version = take("I")
-        if version != 6 or string() != "WhisperSpec":
+        found = layout(self._map)
+        if found.spec != "WhisperSpec":
             raise ValueError(f"{self.path}: not a version 6 WhisperSpec model.bin")
-        take("I")  # spec revision
-        for _ in range(take("I")):
-            name, rank = string(), take("B")
-            shape = tuple(take("I") for _ in range(rank))
-            dtype_id, size = take("B"), take("I")
-            if dtype_id < len(_DTYPES):  # anything else is never read here
-                self._where[name] = (pos, shape, np.dtype(_DTYPES[dtype_id]))
-            pos += size
-        for _ in range(take("I")):
-            alias, target = string(), string()
+        for name, variable in found.variables.items():
+            if variable.dtype_id < len(_DTYPES):  # anything else is never read here
+                self._where[name] = (variable.offset, variable.shape, np.dtype(_DTYPES[variable.dtype_id]))
+        for alias, target in found.aliases:
             if target in self._where:
                 self._where[alias] = self._where[target]
 

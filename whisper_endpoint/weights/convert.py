@@ -35,13 +35,13 @@ import json
 import os
 import re
 import shutil
-import struct
 import uuid
 from pathlib import Path
 
 import torch
 
 from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.weights.model_bin import layout
 
 # model.bin dtype ids, in the order of ctranslate2's DataType enum (include/ctranslate2/types.h)
 _TORCH_DTYPES = (torch.float32, torch.int8, torch.int16, torch.int32, torch.float16, torch.bfloat16)
@@ -63,38 +63,18 @@ _PARAMS = {"weight": "weight", "bias": "bias", "gamma": "weight", "beta": "bias"
 def read_model_bin(path: Path) -> dict[str, torch.Tensor]:
     """All variables of a CTranslate2 ``model.bin`` by name, aliases resolved, quantization undone."""
     data = bytearray(path.read_bytes())  # writable, so torch.frombuffer shares it without a copy
-    pos = 0
-
-    def take(fmt: str):
-        nonlocal pos
-        values = struct.unpack_from("<" + fmt, data, pos)
-        pos += struct.calcsize("<" + fmt)
-        return values[0] if len(values) == 1 else values
-
-    def string() -> str:
-        size = take("H")
-        text = data[pos : pos + size - 1].decode("utf-8")
-        take(f"{size}x")
-        return text
-
-    version = take("I")
-    spec = string() if version == 6 else None
-    if spec != "WhisperSpec":
-        raise ModelLoadError(f"{path}: version {version}, spec {spec!r}; only version 6 WhisperSpec converts")
-    take("I")  # spec revision: the variable names checked later are what matters
+    found = layout(data)
+    if found.spec != "WhisperSpec":
+        raise ModelLoadError(f"{path}: version {found.version}, spec {found.spec!r}; only version 6 WhisperSpec "
+                             "converts")
     variables = {}
-    for _ in range(take("I")):
-        name, rank = string(), take("B")
-        shape = [take("I") for _ in range(rank)]
-        dtype_id, size = take("B"), take("I")
-        if dtype_id >= len(_TORCH_DTYPES):
-            raise ModelLoadError(f"{path}: variable {name} has unknown dtype id {dtype_id}")
-        dtype = _TORCH_DTYPES[dtype_id]
-        tensor = torch.frombuffer(data, dtype=dtype, count=size // dtype.itemsize, offset=pos)
-        variables[name] = tensor.reshape(shape)
-        take(f"{size}x")
-    for _ in range(take("I")):
-        alias, target = string(), string()
+    for name, variable in found.variables.items():
+        if variable.dtype_id >= len(_TORCH_DTYPES):
+            raise ModelLoadError(f"{path}: variable {name} has unknown dtype id {variable.dtype_id}")
+        dtype = _TORCH_DTYPES[variable.dtype_id]
+        tensor = torch.frombuffer(data, dtype=dtype, count=variable.size // dtype.itemsize, offset=variable.offset)
+        variables[name] = tensor.reshape(variable.shape)
+    for alias, target in found.aliases:
         variables[alias] = variables[target]
     return _dequantize(variables)
 
