@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from support.audio import decode_reference, pcm16_wav, read_clip
@@ -54,6 +56,34 @@ def test_a_clear_second_language_is_decoded_in_its_own_and_unsure_spans_follow_n
              _span(6, 9, en=0.9, nl=0.1)]
     windows = [_span(0, 9, nl=0.6, en=0.4)]
     assert language_rule.decide(spans, windows) == ["nl", "nl", "nl", "en"]
+
+
+def test_a_voice_keeps_its_language_where_its_spans_alone_waver():
+    # A Czech speaker's lines, each alone, lean to Polish, Slovak or even English; pooled over the voice,
+    # Czech wins (no line puts it lower than second), and the English speaker stays English.
+    czech = [_span(0, 3, cs=0.35, pl=0.45, en=0.2), _span(6, 9, cs=0.5, sk=0.4, en=0.1),
+             _span(12, 15, cs=0.3, pl=0.3, en=0.4)]
+    english = [_span(3, 6, en=0.9, cs=0.1), _span(9, 12, en=0.85, pl=0.15)]
+    spans = sorted(czech + english, key=lambda span: span.start)
+    voices = [1, 2, 1, 2, 1]
+    windows = [_span(0, 15, en=0.5, cs=0.3, pl=0.2)]
+    assert language_rule.decide(spans, windows, voices) == ["cs", "en", "cs", "en", "cs"]
+    assert language_rule.may_be_mixed(spans, windows)
+
+
+def test_voices_tell_two_speakers_apart():
+    # CAM++ on the reference turns of a Dutch actor and an English flite voice: two voices, each turn
+    # with its own speaker's label.
+    from whisper_endpoint.pipeline.span_voices import SpanVoices
+
+    reference = json.loads((AUDIO / "mixed" / "mixed_nl_en_chest.json").read_text())["turns"][:8]
+    samples = decode_reference(AUDIO / "mixed" / "mixed_nl_en_chest.flac")
+    labels = SpanVoices()(samples, [(turn["start"], turn["end"]) for turn in reference])
+    by_speaker = {}
+    for turn, label in zip(reference, labels):
+        by_speaker.setdefault(turn["speaker"], set()).add(label)
+    assert len(by_speaker) == 2 and all(len(found) == 1 for found in by_speaker.values()), by_speaker
+    assert len(set(labels)) == 2
 
 
 @pytest.fixture(scope="module")

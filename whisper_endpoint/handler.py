@@ -22,10 +22,12 @@ from whisper_endpoint.backends import load_asr_backend
 from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.types import ChannelResult, Speakers, Transcript
+from whisper_endpoint.diarization.threads import diarization_threads
 from whisper_endpoint.multichannel import channels
 from whisper_endpoint.multichannel.merge import merge_channels
 from whisper_endpoint.pipeline import asr_step, render
 from whisper_endpoint.pipeline.request import ParsedRequest, parse_request
+from whisper_endpoint.pipeline.span_voices import SpanVoices
 from whisper_endpoint.speakers.step import RequestSpeakers, SpeakerStep
 
 logger = logging.getLogger(__name__)
@@ -41,7 +43,7 @@ class EndpointHandler:
                  speakers_from: "EndpointHandler | None" = None, open_library: Callable | None = None):
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
-        self.asr = load_asr_backend(self.settings, path)
+        self.asr = load_asr_backend(self.settings, path, voices=SpanVoices(diarization_threads(self.settings.diarization_threads)))
         shared = speakers_from.speakers if speakers_from is not None else None
         self.speakers = SpeakerStep(self.settings, path, shared=shared, open_library=open_library)
         logger.info("models loaded in %.1f s", time.perf_counter() - started)

@@ -28,7 +28,8 @@ def asr_reference(settings, repository_path: str = "") -> str:
     return str(carried) if carried is not None else settings.asr_model
 
 
-def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
+def load_asr_backend(settings, repository_path: str = "", voices=None) -> ASRBackend:
+    """``voices``: groups spans of speech by speaker, for the language per span (CTranslate2 backend)."""
     reference = asr_reference(settings, repository_path)
     token = settings.hf_token.get_secret_value() if settings.hf_token else None
     source = locate_model(reference, cache_dir=settings.model_cache_dir, token=token)
@@ -58,6 +59,7 @@ def load_asr_backend(settings, repository_path: str = "") -> ASRBackend:
             cpu_threads=settings.cpu_threads,
             max_batch_size=max_batch_size(settings.max_batch_size, device),
             num_workers=settings.num_workers,
+            voices=voices,
         )
     from whisper_endpoint.backends.transformers_backend import TransformersBackend
 

@@ -74,7 +74,7 @@ class CTranslate2Backend:
     name = "ctranslate2"
 
     def __init__(self, model_path: str, *, model_name: str, device: str, compute_type: str, cpu_threads: int = 0,
-                 max_batch_size: int = 8, num_workers: int = 1):
+                 max_batch_size: int = 8, num_workers: int = 1, voices: language_parts.Voices | None = None):
         try:
             self.model = _CountingModel(
                 model_path,
@@ -89,6 +89,7 @@ class CTranslate2Backend:
         self.model_name = model_name
         self.device, self.compute_type = device, compute_type
         self.max_batch_size = max_batch_size
+        self.voices = voices  # groups speech by speaker for the languages' rule (language_parts.py)
         self.is_multilingual = bool(self.model.model.is_multilingual)
         self.num_workers = num_workers
         logger.info("loaded %s with ctranslate2 on %s (%s, %d workers)", model_name, device, compute_type, num_workers)
@@ -164,7 +165,7 @@ class CTranslate2Backend:
         decoding) over the speech's frames only (a silent start does not decide it); None: not detected."""
         if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
             return None
-        return language_parts.plan_one_window(self.model, samples, window_s, options.languages)
+        return language_parts.plan_one_window(self.model, samples, window_s, options.languages, self.voices)
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""
@@ -242,7 +243,7 @@ class CTranslate2Backend:
         packed = windows.pack_speech(samples, window_s)
         if options.language is not None or not self.is_multilingual or not packed.windows:
             return language_parts.given(options.language or "en", packed)
-        return language_parts.plan(self.model, packed, options.languages)
+        return language_parts.plan(self.model, packed, options.languages, self.voices)
 
     def _decode_group(self, pipeline, plan, group, batch_size, options, kwargs, decoding, counter):
         """One batch of windows: (faster-whisper segment in original time, its language) in time order, and

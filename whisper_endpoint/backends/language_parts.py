@@ -10,12 +10,15 @@ in its language with the whole window around it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from whisper_endpoint.backends import language_rule, span_languages, windows
 from whisper_endpoint.core.types import SAMPLE_RATE
+
+Voices = Callable[[np.ndarray, list[tuple[float, float]]], "list[int] | None"]  # pipeline/span_voices.py
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,9 @@ def given(language: str, packed: windows.PackedSpeech) -> LanguagePlan:
     return LanguagePlan(language, None, packed)
 
 
-def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None) -> LanguagePlan:
-    """Detect each VAD span's language in ``packed``'s windows (their encoder output is kept for the decoding)."""
+def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices: Voices | None = None) -> LanguagePlan:
+    """Detect each VAD span's language in ``packed``'s windows (their encoder output is kept for the decoding);
+    ``voices`` groups the spans by speaker when they may be in several languages (language_rule.py)."""
     spans = packed_spans(packed)
     found, whole = [], []
     for window in packed.windows:
@@ -54,10 +58,11 @@ def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None) -> Lang
         detected_window, detected = span_languages.detect(model, features, window.start, inside, allowed)
         found += detected
         whole.append(detected_window)
-    return _decided(packed, found, whole)
+    return _decided(packed, found, whole, voices)
 
 
-def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[str] | None) -> LanguagePlan:
+def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[str] | None,
+                    voices: Voices | None = None) -> LanguagePlan:
     """The same for audio that fits one window (the sequential path): detected on the window that path
     encodes (the whole clip); when several languages are spoken, ``packed`` is its packed speech, to be
     decoded as the batched path does."""
@@ -69,7 +74,7 @@ def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[s
     moved = dict(zip(own, packed_spans(packed)))  # clip time -> packed time
     found = [replace(span, start=moved[(span.start, span.end)][0], end=moved[(span.start, span.end)][1])
              for span in found]
-    return _decided(packed, found, [window])
+    return _decided(packed, found, [window], voices)
 
 
 def packed_spans(packed: windows.PackedSpeech) -> list[tuple[float, float]]:
@@ -78,9 +83,12 @@ def packed_spans(packed: windows.PackedSpeech) -> list[tuple[float, float]]:
     return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def _decided(packed, found, whole) -> LanguagePlan:
+def _decided(packed, found, whole, voices: Voices | None) -> LanguagePlan:
     main, share = language_rule.main_language(whole)
-    chosen = language_rule.decide(found, whole)
+    labels = None
+    if voices is not None and language_rule.may_be_mixed(found, whole):
+        labels = voices(packed.audio, [(span.start, span.end) for span in found])
+    chosen = language_rule.decide(found, whole, labels)
     if len(set(chosen)) <= 1:
         return LanguagePlan(chosen[0] if chosen else main, share, packed)
     spans = [(span.start, span.end, code) for span, code in zip(found, chosen)]

@@ -12,18 +12,26 @@ language (Czech to Slovak or Polish; see docs/languages.md). The rule:
    takes the most likely; a span that is short (under ``SHORT_S``) or unsure (under ``UNSURE``) takes
    its neighbours' language when the sure spans before and after it agree.
 
-Not done yet: a diarized request's speakers as a prior (a speaker keeps one language); the diarization
-runs alongside the ASR and is not known when the languages are decided.
+With the spans' voices known (pipeline/span_voices.py: asked for only when ``may_be_mixed``), a voice
+is a better witness than a span: each voice's language is the geometric mean of its spans' detections
+(weighted by duration), a language is present when voices speaking it say ``MIN_SHARE`` of the speech
+and ``MIN_CONFIDENT_S``, and each span takes the present language most likely given its own detection
+times its voice's to the power ``VOICE_PRIOR`` (a voice keeps its language unless a span is much surer
+of another one).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
+
 from whisper_endpoint.backends.span_languages import SpanLanguage
 
 CONFIDENT, MIN_CONFIDENT_S, MIN_SHARE = 0.8, 2.0, 0.1
 SHORT_S, UNSURE = 1.0, 0.6
+VOICE_PRIOR = 3.0
+_FLOOR = 1e-4  # a language a span's detection rules out still counts a little in its voice's mean
 
 
 def main_language(spans: list[SpanLanguage]) -> tuple[str, float]:
@@ -46,10 +54,21 @@ def present(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]
     return [main, *others]
 
 
-def decide(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]:
-    """One language per span (rules 1-3)."""
+def may_be_mixed(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> bool:
+    """Whether spans whose own most likely language is not the main one say enough of the speech to
+    look at the voices (``MIN_SHARE`` and ``MIN_CONFIDENT_S``)."""
+    main, _ = main_language(windows)
+    total = sum(span.duration for span in spans)
+    other = sum(span.duration for span in spans if span.language != main)
+    return other >= MIN_CONFIDENT_S and other >= MIN_SHARE * total
+
+
+def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[int] | None = None) -> list[str]:
+    """One language per span (rules 1-3), with each span's voice label when known."""
     if not spans:
         return []
+    if voices is not None:
+        return _by_voice(spans, voices)
     languages = present(spans, windows)
     if len(languages) == 1:
         return languages * len(spans)
@@ -57,6 +76,26 @@ def decide(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]:
     chosen = [max(p, key=p.get) for p in restricted]
     sure = [span.duration >= SHORT_S and p[c] >= UNSURE for span, p, c in zip(spans, restricted, chosen)]
     return _follow_neighbours(chosen, sure)
+
+
+def _by_voice(spans: list[SpanLanguage], voices: list[int]) -> list[str]:
+    codes = sorted({code for span in spans for code in span.probabilities})
+    p = np.array([[span.probabilities.get(code, 0.0) for code in codes] for span in spans]) + _FLOOR
+    p /= p.sum(axis=1, keepdims=True)
+    seconds = np.array([max(span.duration, 1e-3) for span in spans])
+    labels = np.asarray(voices)
+    prior = np.empty_like(p)
+    for voice in set(voices):
+        mine = labels == voice
+        mean_log = (np.log(p[mine]) * seconds[mine, None]).sum(axis=0) / seconds[mine].sum()
+        prior[mine] = np.exp(mean_log - mean_log.max())
+    spoken = defaultdict(float)
+    for index, seconds_of in zip(prior.argmax(axis=1), seconds):
+        spoken[index] += seconds_of
+    present = [index for index, said in spoken.items()
+               if said >= MIN_CONFIDENT_S and said >= MIN_SHARE * seconds.sum()] or [max(spoken, key=spoken.get)]
+    posterior = p[:, present] * prior[:, present] ** VOICE_PRIOR
+    return [codes[present[best]] for best in posterior.argmax(axis=1)]
 
 
 def _follow_neighbours(chosen: list[str], sure: list[bool]) -> list[str]:
