@@ -75,6 +75,16 @@ def test_openai_bodies():
     verbose = render(PLAIN, "verbose_json").body
     assert verbose["language"] == "english" and [s["start"] for s in verbose["segments"]] == [0.0, 1.5]
     assert [s["speaker"] for s in render(DIARIZED, "diarized_json").body["segments"]] == ["SPEAKER_00", "SPEAKER_01"]
+    assert "language" not in render(DIARIZED, "diarized_json").body["segments"][0]  # none said: none invented
+
+
+def test_each_diarized_json_segment_says_its_language():
+    # A mixed conversation (issue 58): each speaker entry has the language of its segments.
+    mixed = {**DIARIZED, "speakers": [{**DIARIZED["speakers"][0], "language": "nl"},
+                                      {**DIARIZED["speakers"][1], "language": "en"}]}
+    segments = render(mixed, "diarized_json").body["segments"]
+    assert [(s["speaker"], s["language"]) for s in segments] == [("SPEAKER_00", "nl"), ("SPEAKER_01", "en")]
+    assert render(mixed, "tsv").body == render(DIARIZED, "tsv").body  # the other formats as before
 
 
 CONFIDENT = {  # return_confidence with word chunks: the segments come beside the words

@@ -111,6 +111,7 @@ def test_server_vad_session_transcribes_speech_as_it_streams(open_server, file_t
     assert DELTA in long_kinds[: long_kinds.index("input_audio_buffer.speech_stopped")]
     for event, name in zip(completed, (LONG, SHORT)):
         assert wer([file_text(name)], [event["transcript"]]) <= 0.1, event["transcript"]
+        assert event["language"] == "en"  # each utterance says its language (issue 58)
 
 
 def test_manual_commits_with_the_openai_sdk_at_16_khz(strict_server, file_text):
@@ -159,6 +160,8 @@ def test_malformed_events_get_error_events_and_the_session_goes_on(strict_server
             "format": {"type": "audio/pcmu"}}}}}, "invalid_value", "format.type"),
         ({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
             "transcription": {"language": "klingon"}}}}}, "invalid_value", "language"),
+        ({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
+            "transcription": {"languages": ["en", "xx"]}}}}}, "invalid_value", "'xx'"),
         (huge, "audio_too_large", "REALTIME_MAX_UTTERANCE_S"),
         ("x" * 300_000, "event_too_large", "REALTIME_MAX_EVENT_BYTES"),
         ({"type": "input_audio_buffer.commit", "event_id": "mine"}, "input_audio_buffer_commit_empty", "100 ms"),

@@ -305,6 +305,18 @@ def test_a_recording_with_an_api_key_streams_live_text_then_transcribes_and_seek
     assert _position(page) == pytest.approx(float(turn.get_attribute("data-start")), abs=0.05)
 
 
+def test_detect_only_among_sends_the_languages_chosen(web, small_server):
+    page = web(small_server).open()
+    expect(page.get_by_test_id("languages")).to_be_hidden()  # an English-only model: nothing to choose
+    sent = page.evaluate("""async () => {
+      const { parametersFor } = await import("/ui/static/transcribe.js");
+      const config = { multilingual: true, diarization: false };
+      return [["", ["nl", "cs"]], ["nl", ["nl", "cs"]], ["", []]].map(
+        ([language, languages]) => parametersFor({ language, languages }, config).languages);
+    }""")
+    assert sent == [["nl", "cs"], None, None]
+
+
 def test_errors_are_sentences(web, small_server, tmp_path):
     page = web(small_server).open()
     notes = tmp_path / "notes.txt"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from whisper_endpoint.formats.subtitles import cues
+from whisper_endpoint.formats.subtitles import cues_with_languages
 
 UNKNOWN_SEGMENT_FIELDS = ("seek", "tokens")
 # Whisper's confidence, from the handler's chunks (``return_confidence``); null where a backend does not know.
@@ -75,8 +75,9 @@ def diarized_json(result: dict) -> dict:
                 "end": end,
                 "text": text,
                 "speaker": speaker,
+                **({"language": language} if language else {}),  # issue 58; not OpenAI's
             }
-            for index, (start, end, text, speaker) in enumerate(cues(result))
+            for index, ((start, end, text, speaker), language) in enumerate(cues_with_languages(result))
         ],
         "usage": usage(result),
     }

@@ -17,17 +17,20 @@ Cue = tuple[float, float, str, "str | None"]  # start, end, text, speaker
 
 def cues(result: dict) -> list[Cue]:
     """Speaker runs when the audio was diarized, else the segments; empty lines left out."""
+    return [cue for cue, _ in cues_with_languages(result)]
+
+
+def cues_with_languages(result: dict) -> list[tuple[Cue, "str | None"]]:
+    """``cues``, each with its language (None where the response does not say one; issue 58)."""
     if result.get("speakers"):
-        lines = [(item["timestamp"], item["text"], item["speaker"]) for item in result["speakers"]]
+        lines = [(item["timestamp"], item["text"], item["speaker"], item.get("language"))
+                 for item in result["speakers"]]
     else:
         # Word chunks come with the segments beside them (``return_confidence``): a cue is a segment.
         segments = result["segments"] if "segments" in result else result["chunks"]
-        lines = [(chunk["timestamp"], chunk["text"], None) for chunk in segments]
-    out = []
-    for timestamp, text, speaker in lines:
-        if text.strip():
-            out.append((*span_times(timestamp), text.strip(), speaker))
-    return out
+        lines = [(chunk["timestamp"], chunk["text"], None, chunk.get("language")) for chunk in segments]
+    return [((*span_times(timestamp), text.strip(), speaker), language)
+            for timestamp, text, speaker, language in lines if text.strip()]
 
 
 def subtitle_cues(result: dict, options: SubtitleOptions) -> list[Subtitle]:

@@ -44,6 +44,8 @@ class SessionConfig:
             parameters["model"] = self.transcription.model  # the server's model by that name (ASR_MODELS)
         if self.transcription.language:
             parameters["language"] = self.transcription.language
+        if self.transcription.languages:
+            parameters["languages"] = self.transcription.languages
         if self.transcription.prompt:
             parameters["initial_prompt"] = self.transcription.prompt
         return parameters

@@ -35,23 +35,24 @@ class ServiceDecoder(Decoder):
             self._speakers = LiveSpeakers(diarizer.embed_voice, library.voiceprints if library is not None else dict)
         return await anyio.to_thread.run_sync(self._speakers.label, samples)
 
-    async def final(self, samples: np.ndarray, parameters: dict) -> str:
-        return await self._decode(samples, parameters)
+    async def final(self, samples: np.ndarray, parameters: dict) -> tuple[str, str | None]:
+        result = await self._decode(samples, parameters)
+        return result.get("text", ""), result.get("language")
 
     async def interim(self, samples: np.ndarray, parameters: dict) -> str | None:
         gate = self.service.gate
         if gate.running >= gate.max_concurrency or gate.waiting:
             return None
-        return await self._decode(samples, parameters)
+        return (await self._decode(samples, parameters)).get("text", "")
 
-    async def _decode(self, samples: np.ndarray, parameters: dict) -> str:
+    async def _decode(self, samples: np.ndarray, parameters: dict) -> dict:
         context = DecodeContext(listeners=(self._moved,))
         self._running.add(context)
         try:
             result = await self.service.run(_payload(samples, parameters), context)
         finally:
             self._running.discard(context)
-        return result.get("text", "")
+        return result
 
     def _moved(self, progress) -> None:  # on the decode's thread: one float written
         self.active_at = time.monotonic()

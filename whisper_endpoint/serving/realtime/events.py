@@ -38,7 +38,10 @@ class Transcription(_Event):
     model: Optional[str] = Field(None, max_length=200)  # a name of GET /v1/models (OpenAI's names: the default)
     language: Optional[str] = None
     prompt: Optional[str] = Field(None, max_length=2000)
-    # This server's extension: "speaker" on each completed event (the library's name or SPEAKER_NN).
+    # This server's extensions: the languages each utterance may be in (detected among them; each
+    # completed event says its "language"), and "speaker" on each completed event (the library's name
+    # or SPEAKER_NN).
+    languages: Optional[list[str]] = Field(None, max_length=100)
     speaker_labels: bool = False
 
 

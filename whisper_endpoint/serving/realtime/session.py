@@ -42,7 +42,8 @@ class Decoder:
 
     active_at = 0.0
 
-    async def final(self, samples: np.ndarray, parameters: dict) -> str:
+    async def final(self, samples: np.ndarray, parameters: dict) -> tuple[str, str | None]:
+        """The utterance's text and its language (None: not known)."""
         raise NotImplementedError
 
     async def interim(self, samples: np.ndarray, parameters: dict) -> str | None:
@@ -260,7 +261,8 @@ class RealtimeSession:
         speaker = (asyncio.ensure_future(self.decoder.speaker(samples))
                    if self.config.transcription.speaker_labels else None)
         try:
-            text = " ".join((await self.decoder.final(samples, parameters)).split())
+            text, language = await self.decoder.final(samples, parameters)
+            text = " ".join(text.split())
         except EndpointError as exc:
             if speaker is not None:
                 speaker.cancel()
@@ -273,7 +275,8 @@ class RealtimeSession:
             await self._delta(utterance.item_id, tail)
         await self.send(events.server_event(
             "conversation.item.input_audio_transcription.completed", item_id=utterance.item_id,
-            content_index=0, transcript=text, **({"speaker": await speaker} if speaker is not None else {})))
+            content_index=0, transcript=text, **({"language": language} if language else {}),
+            **({"speaker": await speaker} if speaker is not None else {})))
 
     async def close(self) -> None:
         for task in (self._worker, self._interim):

@@ -103,8 +103,13 @@ function applyConfig(config) {
   const language = $("language");
   if (config.multilingual) {
     for (const [code, name] of Object.entries(config.languages)) {
-      language.append(new Option(name.replace(/^./, (c) => c.toUpperCase()), code));
+      const title = name.replace(/^./, (c) => c.toUpperCase());
+      language.append(new Option(title, code));
+      $("languages").append(new Option(title, code));
     }
+    const detecting = () => { $("languages-option").hidden = Boolean(language.value); };
+    language.addEventListener("change", detecting);
+    detecting();
   } else {
     language.options[0].textContent = "English (this model is English-only)";
     language.disabled = true;
@@ -131,10 +136,17 @@ function chooseFile(file) {
   clearError();
 }
 
+/** The languages "Detect only among" names, when the language is detected (none: any). */
+function chosenLanguages() {
+  if ($("language").value) return [];
+  return Array.from($("languages").selectedOptions, (option) => option.value);
+}
+
 function options() {
   const count = (id) => Number.parseInt($(id).value, 10) || null;
   return {
     language: $("language").value,
+    languages: chosenLanguages(),
     task: $("task").value,
     diarize: $("diarize").checked,
     numSpeakers: count("num-speakers"),
@@ -236,8 +248,10 @@ async function record() {
   $("transcribe-recording").hidden = true;
   $("live-transcript").replaceChildren();
   const language = state.config.multilingual ? $("language").value || null : null;
+  const languages = state.config.multilingual ? chosenLanguages() : [];
   const speakerLabels = Boolean(state.config.diarization && $("diarize").checked); // "who spoke when", live
-  state.session = new LiveSession({ language, speakerLabels, onUtterance: showUtterance, onError: showError });
+  state.session = new LiveSession({ language, languages, speakerLabels, onUtterance: showUtterance,
+                                    onError: showError });
   try {
     await state.session.start();
     $("stop").disabled = false;

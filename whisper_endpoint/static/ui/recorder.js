@@ -46,8 +46,9 @@ function connect(offered) {
  * `onError(sentence)` for errors the session reports.
  */
 export class LiveSession {
-  constructor({ language = null, speakerLabels = false, onUtterance, onError }) {
+  constructor({ language = null, languages = [], speakerLabels = false, onUtterance, onError }) {
     this.language = language;
+    this.languages = languages; // detected among these (this server's extension); empty: any
     this.speakerLabels = speakerLabels;
     this.onUtterance = onUtterance;
     this.onError = onError;
@@ -67,6 +68,7 @@ export class LiveSession {
       };
       const transcription = {
         ...(this.language ? { language: this.language } : {}),
+        ...(this.languages.length ? { languages: this.languages } : {}),
         ...(this.speakerLabels ? { speaker_labels: true } : {}),
       };
       this.send({ type: "session.update", session: { type: "transcription", audio: { input: {

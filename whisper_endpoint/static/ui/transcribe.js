@@ -15,6 +15,7 @@ export function parametersFor(options, config) {
     return_timestamps: "word",
     return_confidence: true,
     language: options.language || null,
+    languages: !options.language && options.languages?.length ? options.languages : null,
     task: config.multilingual && options.task === "translate" ? "translate" : null,
   };
   if (config.diarization) parameters.diarize = diarize;
