@@ -49,6 +49,10 @@ def test_one_language_stays_one_language():
     # is decoded as before).
     spans = [_span(0, 3, en=0.9, nl=0.1), _span(3, 4, en=0.3, hu=0.7), _span(4, 9, en=0.95, nl=0.05)]
     assert language_rule.decide(spans, [_span(0, 9, en=0.9, hu=0.1)]) == ["en", "en", "en"]
+    # Unsure spans scattered over other languages are no reason to look at the voices (their cost).
+    scattered = [_span(0, 10, en=0.9, nl=0.1), _span(10, 12, en=0.4, cy=0.6), _span(12, 14, en=0.45, af=0.55),
+                 _span(14, 30, en=0.95, nl=0.05)]
+    assert not language_rule.may_be_mixed(scattered, [_span(0, 30, en=0.9, cy=0.1)])
 
 
 def test_a_clear_second_language_is_decoded_in_its_own_and_unsure_spans_follow_neighbours():

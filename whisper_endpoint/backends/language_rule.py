@@ -31,6 +31,7 @@ from whisper_endpoint.backends.span_languages import SpanLanguage
 CONFIDENT, MIN_CONFIDENT_S, MIN_SHARE = 0.8, 2.0, 0.1
 SHORT_S, UNSURE = 1.0, 0.6
 VOICE_PRIOR = 3.0
+MIXED_EVIDENCE = 0.07
 _FLOOR = 1e-4  # a language a span's detection rules out still counts a little in its voice's mean
 
 
@@ -55,12 +56,17 @@ def present(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> list[str]
 
 
 def may_be_mixed(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> bool:
-    """Whether spans whose own most likely language is not the main one say enough of the speech to
-    look at the voices (``MIN_SHARE`` and ``MIN_CONFIDENT_S``)."""
+    """Whether a language other than the main one wins spans whose seconds times their confidence make
+    ``MIXED_EVIDENCE`` of the speech (and last ``MIN_CONFIDENT_S``): then the voices are worth their cost.
+    Single-language speech scatters its unsure spans over many languages, none of them reaching it."""
     main, _ = main_language(windows)
     total = sum(span.duration for span in spans)
-    other = sum(span.duration for span in spans if span.language != main)
-    return other >= MIN_CONFIDENT_S and other >= MIN_SHARE * total
+    weighted, seconds = defaultdict(float), defaultdict(float)
+    for span in spans:
+        if span.language != main:
+            weighted[span.language] += span.duration * span.confidence
+            seconds[span.language] += span.duration
+    return any(weighted[code] >= MIXED_EVIDENCE * total and seconds[code] >= MIN_CONFIDENT_S for code in weighted)
 
 
 def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[int] | None = None) -> list[str]:
