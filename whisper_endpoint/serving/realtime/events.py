@@ -41,7 +41,7 @@ class Transcription(_Event):
     # This server's extensions: the languages each utterance may be in (detected among them; each
     # completed event says its "language"), and "speaker" on each completed event (the library's name
     # or SPEAKER_NN).
-    languages: Optional[list[str]] = Field(None, max_length=100)
+    languages: Optional[list[str]] = None
     speaker_labels: bool = False
 
 
