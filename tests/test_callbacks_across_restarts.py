@@ -16,6 +16,7 @@ import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 import requests
 
 from support.paths import ROOT
@@ -72,6 +73,7 @@ def _callback_status(url: str, job_id: str) -> str | None:
     return requests.get(f"{url}/jobs/{job_id}", timeout=5).json()["callback"]["status"]
 
 
+@pytest.mark.slow  # two server processes (_start)
 def test_a_callback_cut_off_by_sigterm_is_delivered_after_the_restart_with_the_same_key(tmp_path):
     """One attempt allowed (JOBS_CALLBACK_ATTEMPTS=1): an attempt the server's own shutdown cut off is not
     spent, so even that callback is tried again."""

@@ -195,6 +195,7 @@ def _status(url: str) -> int | None:
         return None
 
 
+@pytest.mark.slow  # two server processes (_start_server)
 def test_jobs_survive_a_killed_server(tmp_path, clip):
     """SIGKILL while a job decodes and another waits; a new process on the same SQLite file finishes both."""
     db, port = tmp_path / "jobs.sqlite", free_port()
