@@ -124,6 +124,7 @@ def test_a_long_remainder_after_the_longest_prompt_fits_the_decoder(tiny_handler
     assert segments and all(1.0 <= s.start <= s.end <= 30.5 for s in segments)
 
 
+@pytest.mark.slow  # the costliest decoding the parameters allow: beam 10 under the longest prompt
 def test_extreme_parameter_combinations_are_answered(tiny_handler):
     clip = read_clip(CLIP)
     for parameters in (

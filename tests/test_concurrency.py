@@ -56,6 +56,7 @@ def at_once(call, items: list) -> list:
         return list(pool.map(run, items))
 
 
+@pytest.mark.slow  # eight batched requests on 8 s slices, two diarized
 def test_four_threads_on_one_handler_give_what_each_gives_alone(diarizing_handler):
     handler = diarizing_handler  # tiny.en, embedded diarization, two CTranslate2 workers
     assert handler.asr.model.model.num_workers == 2
@@ -74,6 +75,7 @@ def test_four_threads_on_one_handler_give_what_each_gives_alone(diarizing_handle
     assert at_once(handler, payloads) == alone
 
 
+@pytest.mark.slow  # three batched 8 s requests; test_server.py keeps a bad request, then a good one
 def test_a_request_that_fails_mid_decode_leaves_the_next_unchanged(diarizing_handler, monkeypatch):
     from faster_whisper.transcribe import BatchedInferencePipeline
 
@@ -158,6 +160,7 @@ def _same_at_once_as_alone(server, service, bodies: list[dict]) -> list[dict]:
     return alone
 
 
+@pytest.mark.slow  # loads its own model, eight requests
 def test_server_ctranslate2_at_max_concurrency_2(monkeypatch, tmp_path, settings_factory):
     app, service = _served(monkeypatch, tmp_path, settings_factory, ASR_MODEL="embedded:tiny.en")
     clip = base64.b64encode(read_clip("asterisk_vm-next.flac")).decode()
@@ -174,6 +177,7 @@ def test_server_ctranslate2_at_max_concurrency_2(monkeypatch, tmp_path, settings
     assert [result["decoding"]["mode"] for result in alone] == ["batched", "batched", "sequential", "sequential"]
 
 
+@pytest.mark.slow  # loads its own model, eight requests
 def test_server_transformers_at_max_concurrency_2(monkeypatch, tmp_path, settings_factory):
     app, service = _served(monkeypatch, tmp_path, settings_factory, ASR_MODEL="embedded:tiny.en",
                            ASR_BACKEND="transformers")

@@ -21,6 +21,7 @@ WORD_TIMES = Path(__file__).resolve().parents[1] / "audio" / "word_times"
 CHECK_FILE = "kal16_check_2"  # a diphone voice, 50.9 s: the batched path, two windows
 
 
+@pytest.mark.slow  # 51 s of speech, scored; the fast tier keeps the rules on synthetic signals
 def test_word_times_are_within_50_ms_of_the_truth(tiny_handler):
     truth = json.loads((WORD_TIMES / f"{CHECK_FILE}.json").read_text())
     response = tiny_handler({"inputs": (WORD_TIMES / f"{CHECK_FILE}.flac").read_bytes(),
