@@ -75,6 +75,20 @@ def test_a_voice_keeps_its_language_where_its_spans_alone_waver():
     assert language_rule.may_be_mixed(spans, windows)
 
 
+def test_a_voice_torn_between_two_languages_is_decided_by_decoding_it_in_both():
+    # Pooled, the first voice is Polish by a little over Czech: the decoder (here, its verdict) is asked
+    # between those two only, and its answer holds for every span of the voice; the sure voice is not asked.
+    spans = [_span(0, 3, pl=0.45, cs=0.4, en=0.15), _span(3, 6, en=0.95, pl=0.05), _span(6, 9, pl=0.5, cs=0.45, en=0.05)]
+    asked = []
+
+    def check(indices, candidates):
+        asked.append((indices, candidates))
+        return "cs"
+
+    assert language_rule.decide(spans, [_span(0, 9, en=0.5, pl=0.5)], [1, 2, 1], check) == ["cs", "en", "cs"]
+    assert asked == [([0, 2], ["pl", "cs"])]
+
+
 def test_voices_tell_two_speakers_apart():
     # CAM++ on the reference turns of a Dutch actor and an English flite voice: two voices, each turn
     # with its own speaker's label.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from whisper_endpoint.backends import language_rule, span_languages, windows
+from whisper_endpoint.backends import language_rule, span_languages, voice_language_check, windows
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 Voices = Callable[[np.ndarray, list[tuple[float, float]]], "list[int] | None"]  # pipeline/span_voices.py
@@ -58,7 +58,7 @@ def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices:
         detected_window, detected = span_languages.detect(model, features, window.start, inside, allowed)
         found += detected
         whole.append(detected_window)
-    return _decided(packed, found, whole, voices)
+    return _decided(model, packed, found, whole, voices)
 
 
 def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[str] | None,
@@ -74,7 +74,7 @@ def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[s
     moved = dict(zip(own, packed_spans(packed)))  # clip time -> packed time
     found = [replace(span, start=moved[(span.start, span.end)][0], end=moved[(span.start, span.end)][1])
              for span in found]
-    return _decided(packed, found, [window], voices)
+    return _decided(model, packed, found, [window], voices)
 
 
 def packed_spans(packed: windows.PackedSpeech) -> list[tuple[float, float]]:
@@ -83,12 +83,13 @@ def packed_spans(packed: windows.PackedSpeech) -> list[tuple[float, float]]:
     return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
 
 
-def _decided(packed, found, whole, voices: Voices | None) -> LanguagePlan:
+def _decided(model, packed, found, whole, voices: Voices | None) -> LanguagePlan:
     main, share = language_rule.main_language(whole)
     labels = None
     if voices is not None and language_rule.may_be_mixed(found, whole):
         labels = voices(packed.audio, [(span.start, span.end) for span in found])
-    chosen = language_rule.decide(found, whole, labels)
+    check = voice_language_check.checker(model, packed.audio, [(span.start, span.end) for span in found])
+    chosen = language_rule.decide(found, whole, labels, check)
     if len(set(chosen)) <= 1:
         return LanguagePlan(chosen[0] if chosen else main, share, packed)
     spans = [(span.start, span.end, code) for span, code in zip(found, chosen)]

@@ -17,7 +17,8 @@ is a better witness than a span: each voice's language is the geometric mean of 
 (weighted by duration), a language is present when voices speaking it say ``MIN_SHARE`` of the speech
 and ``MIN_CONFIDENT_S``, and each span takes the present language most likely given its own detection
 times its voice's to the power ``VOICE_PRIOR`` (a voice keeps its language unless a span is much surer
-of another one).
+of another one). A voice hesitating between two languages (the second ``AMBIGUOUS`` as likely as the
+first) is decoded in both (voice_language_check.py), and the likelier one is its language.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ CONFIDENT, MIN_CONFIDENT_S, MIN_SHARE = 0.8, 2.0, 0.1
 SHORT_S, UNSURE = 1.0, 0.6
 VOICE_PRIOR = 3.0
 MIXED_EVIDENCE = 0.07
+AMBIGUOUS = 0.5  # a voice whose second language is this likely over its first is checked by decoding
 _FLOOR = 1e-4  # a language a span's detection rules out still counts a little in its voice's mean
 
 
@@ -69,12 +71,14 @@ def may_be_mixed(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> bool
     return any(weighted[code] >= MIXED_EVIDENCE * total and seconds[code] >= MIN_CONFIDENT_S for code in weighted)
 
 
-def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[int] | None = None) -> list[str]:
-    """One language per span (rules 1-3), with each span's voice label when known."""
+def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[int] | None = None,
+           check=None) -> list[str]:
+    """One language per span (rules 1-3), with each span's voice label when known; ``check(indices,
+    [first, second])`` picks a hesitating voice's language (voice_language_check.py)."""
     if not spans:
         return []
     if voices is not None:
-        return _by_voice(spans, voices)
+        return _by_voice(spans, voices, check)
     languages = present(spans, windows)
     if len(languages) == 1:
         return languages * len(spans)
@@ -84,7 +88,7 @@ def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[
     return _follow_neighbours(chosen, sure)
 
 
-def _by_voice(spans: list[SpanLanguage], voices: list[int]) -> list[str]:
+def _by_voice(spans: list[SpanLanguage], voices: list[int], check=None) -> list[str]:
     codes = sorted({code for span in spans for code in span.probabilities})
     p = np.array([[span.probabilities.get(code, 0.0) for code in codes] for span in spans]) + _FLOOR
     p /= p.sum(axis=1, keepdims=True)
@@ -94,7 +98,13 @@ def _by_voice(spans: list[SpanLanguage], voices: list[int]) -> list[str]:
     for voice in set(voices):
         mine = labels == voice
         mean_log = (np.log(p[mine]) * seconds[mine, None]).sum(axis=0) / seconds[mine].sum()
-        prior[mine] = np.exp(mean_log - mean_log.max())
+        voice = np.exp(mean_log - mean_log.max())
+        first, second = np.argsort(-voice)[:2] if len(codes) > 1 else (0, 0)
+        if check is not None and first != second and voice[second] >= AMBIGUOUS * voice[first]:
+            chosen = codes.index(check(list(np.flatnonzero(mine)), [codes[first], codes[second]]))
+            voice = np.full(len(codes), _FLOOR)
+            voice[chosen] = 1.0
+        prior[mine] = voice
     spoken = defaultdict(float)
     for index, seconds_of in zip(prior.argmax(axis=1), seconds):
         spoken[index] += seconds_of
