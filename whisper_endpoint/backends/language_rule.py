@@ -98,13 +98,13 @@ def _by_voice(spans: list[SpanLanguage], voices: list[int], check=None) -> list[
     for voice in set(voices):
         mine = labels == voice
         mean_log = (np.log(p[mine]) * seconds[mine, None]).sum(axis=0) / seconds[mine].sum()
-        voice = np.exp(mean_log - mean_log.max())
-        first, second = np.argsort(-voice)[:2] if len(codes) > 1 else (0, 0)
-        if check is not None and first != second and voice[second] >= AMBIGUOUS * voice[first]:
+        pooled = np.exp(mean_log - mean_log.max())  # the voice's languages, the likeliest at 1
+        first, second = np.argsort(-pooled)[:2] if len(codes) > 1 else (0, 0)
+        if check is not None and first != second and pooled[second] >= AMBIGUOUS * pooled[first]:
             chosen = codes.index(check(list(np.flatnonzero(mine)), [codes[first], codes[second]]))
-            voice = np.full(len(codes), _FLOOR)
-            voice[chosen] = 1.0
-        prior[mine] = voice
+            pooled = np.full(len(codes), _FLOOR)
+            pooled[chosen] = 1.0
+        prior[mine] = pooled
     spoken = defaultdict(float)
     for index, seconds_of in zip(prior.argmax(axis=1), seconds):
         spoken[index] += seconds_of
