@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 
 from whisper_endpoint.backends import load_asr_backend
+from whisper_endpoint.core import heap
 from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.types import ChannelResult, Speakers, Transcript
@@ -43,9 +44,11 @@ class EndpointHandler:
                  speakers_from: "EndpointHandler | None" = None, open_library: Callable | None = None):
         self.settings = settings or ModelSettings()
         started = time.perf_counter()
-        self.asr = load_asr_backend(self.settings, path, voices=SpanVoices(diarization_threads(self.settings.diarization_threads)))
+        voices = SpanVoices(diarization_threads(self.settings.diarization_threads))  # the language rule's
+        self.asr = load_asr_backend(self.settings, path, voices=voices)
         shared = speakers_from.speakers if speakers_from is not None else None
         self.speakers = SpeakerStep(self.settings, path, shared=shared, open_library=open_library)
+        heap.set_aside_loaded()  # each request's gc.collect() need not walk the models' objects
         logger.info("models loaded in %.1f s", time.perf_counter() - started)
 
     @property

@@ -11,7 +11,6 @@ start-up and stay. Unloading drops the last reference and returns freed heap to 
 from __future__ import annotations
 
 import ctypes
-import gc
 import logging
 import threading
 import time
@@ -23,6 +22,7 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict
 
 from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError
+from whisper_endpoint.core import heap
 from whisper_endpoint.core.errors import EndpointError
 
 logger = logging.getLogger(__name__)
@@ -239,7 +239,7 @@ class ModelPool:
 
 def release_memory() -> None:
     """Collect the dropped model, then give freed heap back to the system (glibc's malloc_trim)."""
-    gc.collect()
+    heap.release()
     try:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):  # not glibc: nothing to trim
