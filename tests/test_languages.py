@@ -104,6 +104,15 @@ def test_voices_tell_two_speakers_apart():
     assert len(set(labels)) == 2
 
 
+def test_a_span_at_the_very_end_of_the_audio_still_gets_a_voice():
+    import numpy as np
+
+    from whisper_endpoint.pipeline.span_voices import SpanVoices
+
+    noise = np.random.default_rng(0).normal(0, 0.1, 3 * 16000).astype(np.float32)
+    assert len(SpanVoices()(noise, [(0.0, 1.5), (1.5, 2.99), (2.999, 3.0)])) == 3
+
+
 @pytest.fixture(scope="module")
 def mixed_excerpt() -> bytes:
     """The first 20.4 s of a Dutch-English conversation: four Dutch turns, a one-word English one, two

@@ -26,7 +26,7 @@ from whisper_endpoint.diarization.threads import torch_threads
 logger = logging.getLogger(__name__)
 
 VOICE_DISTANCE = 0.5  # cosine distance between the voices' average embeddings that still joins them
-MIN_SAMPLES = SAMPLE_RATE // 10  # a shorter span is taken with what follows it (CAM++ needs a few frames)
+MIN_SAMPLES = SAMPLE_RATE // 10  # a shorter span is taken with what follows it, or padded (CAM++ needs frames)
 
 
 class SpanVoices:
@@ -71,5 +71,6 @@ def labels(embeddings: np.ndarray) -> list[int]:
 def _embedding(network, audio: np.ndarray, start: float, end: float) -> np.ndarray:
     first = int(start * SAMPLE_RATE)
     piece = audio[first: max(int(end * SAMPLE_RATE), first + MIN_SAMPLES)]
+    piece = np.pad(piece, (0, max(0, MIN_SAMPLES - len(piece))))  # a span at the very end of the audio
     features = campplus_network.fbank(torch.from_numpy(np.ascontiguousarray(piece, dtype=np.float32)))
     return campplus_network.embed(network, features).numpy()
