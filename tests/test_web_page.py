@@ -21,7 +21,7 @@ from playwright.sync_api import expect, sync_playwright
 from support.browser import chromium, launch, microphone_wav
 from support.metrics import wer
 from support.paths import CLIPS, AUDIO
-from support.serving import CLIP, TEXT, live_server
+from support.serving import CLIP, TEXT, live_server, wait_until
 from whisper_endpoint import formats
 from whisper_endpoint.jobs import JobSettings
 from whisper_endpoint.serving.app import create_app
@@ -263,7 +263,8 @@ def test_cancel_deletes_the_job_and_stops_its_decode(web, open_server):
     page.get_by_test_id("cancel").click()
     expect(page.get_by_test_id("progress")).to_be_hidden()
     expect(page).to_have_url(open_server.url + "/ui")
-    assert requests.get(f"{open_server.url}/jobs/{job}", timeout=10).status_code == 404
+    # The page sends DELETE and moves on without waiting for its answer: the job is gone soon after.
+    wait_until(lambda: requests.get(f"{open_server.url}/jobs/{job}", timeout=10).status_code == 404, timeout=10)
     expect(page.get_by_test_id("error")).to_be_hidden()
     expect(page.get_by_test_id("submit")).to_be_enabled()
 
