@@ -75,6 +75,13 @@ def test_a_voice_keeps_its_language_where_its_spans_alone_waver():
     assert language_rule.may_be_mixed(spans, windows)
 
 
+def test_one_voice_is_decided_by_the_rule_of_the_spans():
+    # A single speaker's short spans lean to Japanese where the whole window says English: one voice pools
+    # nothing the window does not already say, so rules 1-3 decide (no span is sure enough for a second language).
+    spans = [_span(0, 1.5, ja=0.55, en=0.45), _span(1.5, 3, ja=0.6, en=0.4), _span(3, 4, en=0.7, ja=0.3)]
+    assert language_rule.decide(spans, [_span(0, 4, en=0.8, ja=0.2)], [1, 1, 1]) == ["en", "en", "en"]
+
+
 def test_a_voice_torn_between_two_languages_is_decided_by_decoding_it_in_both():
     # Pooled, the first voice is Polish by a little over Czech: the decoder (here, its verdict) is asked
     # between those two only, and its answer holds for every span of the voice; the sure voice is not asked.

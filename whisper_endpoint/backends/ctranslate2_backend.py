@@ -165,7 +165,7 @@ class CTranslate2Backend:
         decoding) over the speech's frames only (a silent start does not decide it); None: not detected."""
         if options.language is not None or not options.drop_non_speech or not self.is_multilingual:
             return None
-        return language_parts.plan_one_window(self.model, samples, window_s, options.languages, self.voices)
+        return language_parts.plan_one_window(self.model, samples, window_s, options.languages)
 
     def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
         """One window (Whisper's own seek within it): reported segment by segment."""

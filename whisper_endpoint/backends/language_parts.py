@@ -61,11 +61,11 @@ def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices:
     return _decided(model, packed, found, whole, voices)
 
 
-def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[str] | None,
-                    voices: Voices | None = None) -> LanguagePlan:
+def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[str] | None) -> LanguagePlan:
     """The same for audio that fits one window (the sequential path): detected on the window that path
     encodes (the whole clip); when several languages are spoken, ``packed`` is its packed speech, to be
-    decoded as the batched path does."""
+    decoded as the batched path does. Without the voices: a clip's window sees all of it, and a short
+    request keeps the cost it has with its language given."""
     packed = windows.pack_speech(samples, window_s)  # as the batched path finds them: a span a turn
     duration = len(samples) / SAMPLE_RATE
     own = [(s["start"] / SAMPLE_RATE, s["end"] / SAMPLE_RATE) for s in packed.speech]
@@ -74,7 +74,7 @@ def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[s
     moved = dict(zip(own, packed_spans(packed)))  # clip time -> packed time
     found = [replace(span, start=moved[(span.start, span.end)][0], end=moved[(span.start, span.end)][1])
              for span in found]
-    return _decided(model, packed, found, [window], voices)
+    return _decided(model, packed, found, [window], None)
 
 
 def packed_spans(packed: windows.PackedSpeech) -> list[tuple[float, float]]:

@@ -17,8 +17,9 @@ is a better witness than a span: each voice's language is the geometric mean of 
 (weighted by duration), a language is present when voices speaking it say ``MIN_SHARE`` of the speech
 and ``MIN_CONFIDENT_S``, and each span takes the present language most likely given its own detection
 times its voice's to the power ``VOICE_PRIOR`` (a voice keeps its language unless a span is much surer
-of another one). A voice hesitating between two languages (the second ``AMBIGUOUS`` as likely as the
-first) is decoded in both (voice_language_check.py), and the likelier one is its language.
+of another one). With one voice only, rules 1-3 decide. A voice hesitating between two languages (the
+second ``AMBIGUOUS`` as likely as the first) is decoded in both (voice_language_check.py), and the
+likelier one is its language.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[
     [first, second])`` picks a hesitating voice's language (voice_language_check.py)."""
     if not spans:
         return []
-    if voices is not None:
+    if voices is not None and len(set(voices)) > 1:  # one voice pools nothing the window does not already say
         return _by_voice(spans, voices, check)
     languages = present(spans, windows)
     if len(languages) == 1:
