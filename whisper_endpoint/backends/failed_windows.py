@@ -15,9 +15,10 @@ The thresholds were set on the repetition-loop stress set (audio/stress) and the
 from __future__ import annotations
 
 import re
-import zlib
 from collections import Counter
 from dataclasses import dataclass
+
+from whisper_endpoint.backends.confidence import compression_ratio
 
 COMPRESSION_RATIO = 3.0  # gzip, as Whisper's (its own fallback starts at 2.4; this is the loop, not doubt)
 LOOP_REPEATS, LOOP_WORDS = 4, 15  # a phrase 4+ times in a row, the run 15+ words long
@@ -65,11 +66,6 @@ def spaced(text: str) -> bool:
     """Whether ``text`` is mostly in a script that puts spaces between words (its words can be counted)."""
     letters = sum(character.isalpha() for character in text)
     return len(_UNSPACED.findall(text)) * 2 < letters if letters else True
-
-
-def compression_ratio(text: str) -> float:
-    data = text.encode("utf-8")
-    return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
 def longest_run(tokens: list[str], max_size: int = 8) -> tuple[int, int]:

@@ -50,7 +50,7 @@ def given(language: str, packed: windows.PackedSpeech) -> LanguagePlan:
 def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices: Voices | None = None) -> LanguagePlan:
     """Detect each VAD span's language in ``packed``'s windows (their encoder output is kept for the decoding);
     ``voices`` groups the spans by speaker when they may be in several languages (language_rule.py)."""
-    spans = packed_spans(packed)
+    spans = packed.spans()
     found, whole = [], []
     for window in packed.windows:
         inside = [span for span in spans if window.start <= (span[0] + span[1]) / 2 < window.end]
@@ -71,24 +71,17 @@ def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[s
     own = [(s["start"] / SAMPLE_RATE, s["end"] / SAMPLE_RATE) for s in packed.speech]
     features = span_languages.window_features(model, samples, 0.0, duration)
     window, found = span_languages.detect(model, features, 0.0, own, allowed)
-    moved = dict(zip(own, packed_spans(packed)))  # clip time -> packed time
+    moved = dict(zip(own, packed.spans()))  # clip time -> packed time
     found = [replace(span, start=moved[(span.start, span.end)][0], end=moved[(span.start, span.end)][1])
              for span in found]
     return _decided(model, packed, found, [window], None)
 
 
-def packed_spans(packed: windows.PackedSpeech) -> list[tuple[float, float]]:
-    """The VAD's spans in the packed audio's time (they follow each other there)."""
-    edges = np.cumsum([0] + [s["end"] - s["start"] for s in packed.speech]) / SAMPLE_RATE
-    return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
-
-
 def _decided(model, packed, found, whole, voices: Voices | None) -> LanguagePlan:
     main, share = language_rule.main_language(whole)
-    labels = None
-    if voices is not None and language_rule.may_be_mixed(found, whole):
-        labels = voices(packed.audio, [(span.start, span.end) for span in found])
-    check = voice_language_check.checker(model, packed.audio, [(span.start, span.end) for span in found])
+    times = [(span.start, span.end) for span in found]
+    labels = voices(packed.audio, times) if voices is not None and language_rule.may_be_mixed(found, whole) else None
+    check = voice_language_check.checker(model, packed.audio, times)
     chosen = language_rule.decide(found, whole, labels, check)
     if len(set(chosen)) <= 1:
         return LanguagePlan(chosen[0] if chosen else main, share, packed)

@@ -48,10 +48,14 @@ class PackedSpeech:
 
         return list(restore_speech_timestamps(segments, self.speech, SAMPLE_RATE))
 
+    def spans(self) -> list[tuple[float, float]]:
+        """The VAD's spans in packed time (they follow each other there)."""
+        edges = np.cumsum([0] + [span["end"] - span["start"] for span in self.speech]) / SAMPLE_RATE
+        return [(float(a), float(b)) for a, b in zip(edges[:-1], edges[1:])]
+
     def pauses(self) -> list[float]:
         """Where one speech span meets the next, in packed time: the pauses that packing cut out."""
-        lengths = np.cumsum([span["end"] - span["start"] for span in self.speech]) / SAMPLE_RATE
-        return [float(t) for t in lengths[:-1]]
+        return [end for _, end in self.spans()[:-1]]
 
 
 def pack_speech(samples: np.ndarray, window_s: float) -> PackedSpeech:
