@@ -2,7 +2,6 @@
 read by the flow and described for docs/parameters.md."""
 
 import base64
-import copy
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
