@@ -70,6 +70,29 @@ def test_a_lease_keeps_a_job_on_its_server_until_it_expires_and_only_its_holder_
     assert store.get("j").result == {"text": "b's"}
 
 
+def test_a_jobs_blocks_are_kept_for_its_lease_holder_and_go_with_the_job(store):
+    """A long recording's finished blocks (whisper_endpoint/blocks/): kept only by the server holding the job,
+    taken by whoever runs it next under the same key, gone once the job is finished or deleted."""
+    for name in ("j", "k"):
+        store.add(name, "audio/flac", {}, f"/x/{name}", None)
+    assert store.claim_next("a", 10).id == "j"
+    assert store.save_block("j", "a", 0, "key0", {"text": "first"})
+    assert not store.save_block("j", "b", 1, "key1", {"text": "not b's"})  # b does not hold it
+    assert not store.save_block("k", "a", 0, "key0", {"text": "queued"})  # not running
+    assert store.save_block("j", "a", 0, "key0", {"text": "first, again"})  # a block decoded twice: kept once
+    assert store.load_block("j", 0, "key0") == {"text": "first, again"}
+    assert store.load_block("j", 0, "another plan") is None and store.load_block("j", 1, "key1") is None
+    assert store.recover(3, now=time.time() + 60) == (1, [])  # a died: its block stays for the next server
+    assert store.claim_next("b", 10).id == "j" and store.load_block("j", 0, "key0") == {"text": "first, again"}
+    assert store.succeed("j", {"text": "done"}, "b")
+    store.forget_blocks("j")
+    assert store.load_block("j", 0, "key0") is None
+    assert store.claim_next("b", 10).id == "k" and store.save_block("k", "b", 0, "key0", {"text": "k's"})
+    store.delete("k")
+    store.expire(ttl_s=60)  # the blocks of a job no longer queued or running go too
+    assert store.load_block("k", 0, "key0") is None
+
+
 def test_a_callback_is_owed_until_delivered_under_its_jobs_lease_whichever_server_delivers_it(store):
     """Issue 60: finishing keeps the lease for the delivery; a stopping server gives it back, a dead one's
     lapses; only the holder counts a failed attempt or records the outcome."""

@@ -180,10 +180,11 @@ def test_jobs_can_be_switched_off(tiny_handler, tmp_path):
 # --- a real server process, killed mid-job --------------------------------------------------------
 
 
-def _start_server(port: int, db, log):
+def _start_server(port: int, db, log, **settings: str):
     cache = os.environ.get("TEST_MODEL_CACHE", os.path.expanduser("~/.cache/whisper-endpoint"))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MODEL_CACHE_DIR": cache, "ASR_MODEL": "embedded:tiny.en",
-           "PORT": str(port), "HOST": "127.0.0.1", "JOBS_DB": str(db), "JOBS_POLL_S": "0.2", "OMP_NUM_THREADS": "1"}
+           "PORT": str(port), "HOST": "127.0.0.1", "JOBS_DB": str(db), "JOBS_POLL_S": "0.2", "OMP_NUM_THREADS": "1",
+           **settings}
     return subprocess.Popen([sys.executable, "-m", "whisper_endpoint.serving"], cwd=ROOT, env=env,
                             stdout=log, stderr=subprocess.STDOUT)
 
@@ -196,18 +197,20 @@ def _status(url: str) -> int | None:
 
 
 @pytest.mark.slow  # two server processes (_start_server)
-def test_jobs_survive_a_killed_server(tmp_path, clip):
-    """SIGKILL while a job decodes and another waits; a new process on the same SQLite file finishes both."""
+def test_jobs_survive_a_killed_server_and_resume_after_their_last_block(tmp_path, clip):
+    """SIGKILL while a job decodes its third block and another waits; a new process on the same SQLite file
+    finishes both, the first from its third block on, with the result an uninterrupted run gives."""
     db, port = tmp_path / "jobs.sqlite", free_port()
     url = f"http://127.0.0.1:{port}"
-    long_audio = (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()  # 36 s: seconds to decode
-    log = (tmp_path / "server.log").open("w")
-    first = _start_server(port, db, log)
+    long_audio = (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes()  # 36 s: four blocks of 9 s
+    log_path = tmp_path / "server.log"
+    log = log_path.open("w")
+    first = _start_server(port, db, log, BLOCK_SECONDS="10")
     try:
         wait_until(lambda: _status(f"{url}/health") == 200, timeout=120, interval=0.2)
         running = requests.post(f"{url}/jobs", data=long_audio, params={"return_timestamps": "none"}).json()["id"]
         waiting = requests.post(f"{url}/jobs", data=clip).json()["id"]
-        wait_until(lambda: requests.get(f"{url}/jobs/{running}").json()["status"] == "running", interval=0.01)
+        wait_until(lambda: _blocks_done(url, running) >= 2, interval=0.01)
         first.send_signal(signal.SIGKILL)
         first.wait(30)
     finally:
@@ -216,13 +219,16 @@ def test_jobs_survive_a_killed_server(tmp_path, clip):
     store = open_store(db)
     assert (store.get(running).status, store.get(waiting).status) == ("running", "queued")  # as the kill left them
     store.close()
-    second = _start_server(port, db, log)
+    second = _start_server(port, db, log, BLOCK_SECONDS="10")
     try:
         wait_until(lambda: _status(f"{url}/health") == 200, timeout=120, interval=0.2)
         resumed = finished(url, running)
-        assert resumed["status"] == "succeeded" and resumed["attempts"] == 2  # ran again from the start
+        assert resumed["status"] == "succeeded" and resumed["attempts"] == 2
         assert "quarterly numbers" in resumed["result"]["text"].lower()
+        assert resumed["result"]["decoding"]["blocks"] == 4
         assert finished(url, waiting)["result"]["text"] == TEXT
+        again = requests.post(f"{url}/jobs", data=long_audio, params={"return_timestamps": "none"}).json()["id"]
+        assert finished(url, again)["result"] == resumed["result"]  # as if it had never been interrupted
     finally:
         second.send_signal(signal.SIGTERM)
         try:
@@ -230,6 +236,16 @@ def test_jobs_survive_a_killed_server(tmp_path, clip):
         except subprocess.TimeoutExpired:
             second.kill()
         log.close()
+    taken = [line for line in log_path.read_text().splitlines() if f"job {running}: block" in line
+             and "taken from the store" in line]
+    assert len(taken) >= 2  # blocks 0 and 1 (at least) came from the store, not decoded again
+
+
+def _blocks_done(url: str, job_id: str) -> int:
+    job = requests.get(f"{url}/jobs/{job_id}").json()
+    if job["status"] == "succeeded":
+        raise AssertionError("the job finished before the server could be killed inside it")
+    return (job.get("progress") or {}).get("blocks_done", 0)
 
 
 @pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data", "http://10.0.0.7:8080/hook",

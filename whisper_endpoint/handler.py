@@ -7,7 +7,8 @@ the platforms call.
 The request flow is one straight line: parse -> speaker step (what the request asks of the speakers)
 -> ASR step, with the diarization alongside it -> the speakers of the words -> render; a multichannel
 request splits the channels, runs the same steps once per channel and merges them (``multichannel/``)
-before rendering. The repository's root ``handler.py`` (what Inference Endpoints imports) re-exports
+before rendering; a long recording runs the same steps once per block and links the blocks' speakers
+(``blocks/``). The repository's root ``handler.py`` (what Inference Endpoints imports) re-exports
 this class.
 """
 
@@ -18,7 +19,9 @@ import logging
 import time
 from collections.abc import Callable
 
+from whisper_endpoint.audio.spool import SpooledSamples
 from whisper_endpoint.backends import load_asr_backend
+from whisper_endpoint.blocks import plan, runner
 from whisper_endpoint.core import heap
 from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.core.decode_context import DecodeContext
@@ -67,13 +70,26 @@ class EndpointHandler:
 
     def run(self, data: dict, context: DecodeContext | None = None) -> dict:
         context = context or DecodeContext()
-        request = parse_request(data, max_seconds=self.settings.max_audio_seconds)
+        request = parse_request(data, max_seconds=self.settings.max_audio_seconds,
+                                spool_over_s=plan.spool_over_s(self.settings.block_seconds))
+        try:
+            return self._run(request, context)
+        finally:
+            if isinstance(request.audio.samples, SpooledSamples):
+                request.audio.samples.close()
+
+    def _run(self, request: ParsedRequest, context: DecodeContext) -> dict:
         config = request.config
         speakers = self.speakers.request(config, request.warnings)  # clips checked before the ASR
         context.check()  # e.g. a deadline passed while the audio was decoded
         if config.multichannel:  # each channel on its own, one speaker per channel
             return self._channels(request, context, speakers)
-        transcript, found = self._transcribe(request.audio.samples, config, speakers, context)
+        samples = request.audio.samples
+        spans = plan.blocks(samples, self.settings.block_seconds)
+        if len(spans) > 1:
+            transcript, found = runner.transcribe(self.asr, speakers, samples, config, context, spans)
+        else:
+            transcript, found = self._transcribe(samples, config, speakers, context)
         return render.response(
             transcript,
             timestamps=config.return_timestamps,

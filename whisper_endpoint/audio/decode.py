@@ -20,6 +20,7 @@ import av
 import numpy as np
 
 from whisper_endpoint.audio.declared_length import truncation_warnings
+from whisper_endpoint.audio.spool import SpooledSamples
 from whisper_endpoint.core.config import MAX_CHANNELS
 from whisper_endpoint.core.errors import (
     EmptyAudioError,
@@ -35,7 +36,8 @@ MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resa
 
 @dataclass(frozen=True)
 class Audio:
-    samples: np.ndarray  # float32, SAMPLE_RATE; mono (n,), or (channels, n) from decode_channels
+    # float32, SAMPLE_RATE; mono (n,), or (channels, n) from decode_channels; a long file: on disk (spool.py)
+    samples: np.ndarray | SpooledSamples
     source_rate: int
     source_channels: int
     warnings: tuple[str, ...] = ()  # e.g. a file that ends before its declared length
@@ -45,12 +47,13 @@ class Audio:
         return self.samples.shape[-1] / SAMPLE_RATE
 
 
-def decode_file(data: bytes, *, max_seconds: float) -> Audio:
+def decode_file(data: bytes, *, max_seconds: float, spool_over_s: float | None = None) -> Audio:
     """Decode an audio file held in memory.
 
     Two passes: the first only counts decoded seconds, keeping nothing, so a small file that expands
     past the limit is refused before any of its audio is stored (it costs under half of a full
-    decode); the second decodes and resamples.
+    decode); the second decodes and resamples. Audio longer than ``spool_over_s`` is written to a
+    temporary file as it is resampled (``samples`` is then a ``SpooledSamples``, read by slices).
     """
     if not data:
         raise EmptyAudioError("the audio input is empty (0 bytes)")
@@ -62,7 +65,8 @@ def decode_file(data: bytes, *, max_seconds: float) -> Audio:
         stream = container.streams.audio[0]
         rate, channels = stream.codec_context.sample_rate, stream.codec_context.channels
         frames = _decoded_frames(container, stream)
-        samples = _resample(frames, max_seconds=max_seconds)
+        into = SpooledSamples() if spool_over_s is not None and decoded > spool_over_s else None
+        samples = _resample(frames, max_seconds=max_seconds, into=into)
     return _checked(Audio(samples, rate or SAMPLE_RATE, channels or 1, warnings))
 
 
@@ -147,7 +151,8 @@ def _array_frames(array: np.ndarray, rate: int):
         yield frame
 
 
-def _resample(frames, *, max_seconds: float) -> np.ndarray:
+def _resample(frames, *, max_seconds: float, into: SpooledSamples | None = None) -> np.ndarray | SpooledSamples:
+    """The frames as 16 kHz mono float32: one array, or appended to ``into`` as they come."""
     limit = int(max_seconds * SAMPLE_RATE)
     chunks, total = [], 0
     resampler, source = None, None
@@ -159,7 +164,7 @@ def _resample(frames, *, max_seconds: float) -> np.ndarray:
             total += len(chunk)
             if total > limit:
                 raise _too_long(max_seconds)
-            chunks.append(chunk)
+            (into if into is not None else chunks).append(chunk)
 
     for frame in frames:
         frame = _at_most_eight_channels(frame)
@@ -177,6 +182,8 @@ def _resample(frames, *, max_seconds: float) -> np.ndarray:
         keep(resampler.resample(None))
     del resampler
     gc.collect()  # PyAV keeps resampler buffers alive until collected (faster-whisper issue #390)
+    if into is not None:
+        return into
     if not chunks:
         return np.zeros(0, dtype=np.float32)
     return np.concatenate(chunks).astype(np.float32, copy=False)

@@ -129,6 +129,12 @@ class ModelSettings(BaseSettings):
     max_audio_seconds: float = Field(
         4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
     )
+    block_seconds: float = Field(
+        600.0, ge=0,
+        description="Audio longer than 1.5 blocks is decoded in blocks of about this length "
+        "(whisper_endpoint/blocks/): held on disk, one block in memory at a time, the speakers linked across "
+        "blocks; a job keeps each finished block and resumes after the last one. 0: always whole. At least 10.",
+    )
     max_batch_size: Optional[int] = Field(
         None,
         ge=1,
@@ -141,6 +147,13 @@ class ModelSettings(BaseSettings):
         None, description="Known speakers: one folder per name holding 2-30 s clips of that voice, embedded at "
         "start-up (needs DIARIZATION_MODEL); a request's known_speakers win on a name clash.",
     )
+
+    @field_validator("block_seconds")
+    @classmethod
+    def _block(cls, value: float) -> float:
+        if 0 < value < 10:
+            raise ValueError(f"BLOCK_SECONDS must be 0 (never in blocks) or at least 10, got {value:g}")
+        return value
 
     def with_workers_for(self, concurrency: int) -> "ModelSettings":
         """These settings with one CTranslate2 worker per concurrent request, unless NUM_WORKERS was set."""

@@ -12,6 +12,12 @@ report only adds segments after the ones already reported (ctranslate2 decodes l
 of windows at a time, each batch's remainder pass before the next batch). Listeners run on the
 decoding thread: they must be quick and must not block (hand the work to another thread or loop).
 
+A long recording decoded in blocks (``whisper_endpoint/blocks/``) decodes each block with the context
+``in_block`` gives: its reports count the windows and segments of the blocks before it, so the listeners
+see one decode of the whole recording, and ``Progress.blocks_done`` counts the blocks finished.
+``checkpoints``, when the caller keeps them (a job), is where each finished block's result is kept, so
+that a decode started again skips the blocks it finished before.
+
 A context is used by one request at a time; ``cancel`` may be called from any thread.
 """
 
@@ -21,7 +27,8 @@ import copy
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from typing import Protocol
 
 # Stages a decode goes through (``Progress.stage``).
 DECODING, DIARIZING = "decoding", "diarizing"
@@ -35,10 +42,35 @@ class Progress:
     windows_done: int
     windows_total: int
     segments: tuple = ()  # results.Segment, decoded so far (empty when the decode cannot give them in order)
+    blocks_done: int = 0  # a recording decoded in blocks: those finished (blocks_total 0: not in blocks)
+    blocks_total: int = 0
 
     def public(self) -> dict:
         """What a client is shown (GET /jobs/{id})."""
-        return {"stage": self.stage, "windows_done": self.windows_done, "windows_total": self.windows_total}
+        shown = {"stage": self.stage, "windows_done": self.windows_done, "windows_total": self.windows_total}
+        if self.blocks_total:
+            shown |= {"blocks_done": self.blocks_done, "blocks_total": self.blocks_total}
+        return shown
+
+
+class Checkpoints(Protocol):
+    """Where a decode in blocks keeps each finished block (a job's: its store). ``key`` names what the block
+    covers (its samples and the request), so a result saved for another plan is never taken."""
+
+    def load(self, index: int, key: str) -> dict | None: ...
+    def save(self, index: int, key: str, body: dict) -> None: ...
+
+
+@dataclass(frozen=True)
+class Block:
+    """Where one block sits in the recording: its index among ``count``, its start, what came before it."""
+
+    index: int
+    count: int
+    start_s: float
+    windows_before: int = 0  # the windows the blocks before it decoded
+    windows_after: int = 0  # an estimate of those the blocks after it will decode
+    segments_before: tuple = ()
 
 
 class DecodeStopped(Exception):
@@ -79,9 +111,12 @@ class DecodeContext:
 
     def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
                  listeners: tuple[Listener, ...] = (), in_order: bool = True,
-                 keep: Callable[[tuple], tuple] | None = None, speaker_voices: dict | None = None):
+                 keep: Callable[[tuple], tuple] | None = None, speaker_voices: dict | None = None,
+                 checkpoints: Checkpoints | None = None):
         self.started = time.monotonic()
         self.speaker_voices = speaker_voices
+        self.checkpoints = checkpoints
+        self.block: Block | None = None
         self.timeout_s, self.timeout_setting = timeout_s, timeout_setting
         self.in_order, self.keep = in_order, keep
         self._shared = _Shared(Progress(DECODING, 0, 0), list(listeners),
@@ -93,6 +128,12 @@ class DecodeContext:
         view = copy.copy(self)  # shares ``_shared``
         view.in_order = self.in_order if in_order is None else in_order
         view.keep = keep if keep is not None else self.keep
+        return view
+
+    def in_block(self, block: Block) -> DecodeContext:
+        """The context one block of a long recording is decoded with: its reports placed in the whole."""
+        view = copy.copy(self)
+        view.block = block
         return view
 
     @property
@@ -138,18 +179,36 @@ class DecodeContext:
     def report(self, done: int, total: int, segments=None, *, stage: str = DECODING) -> None:
         """After a window (or a batch of windows): tell the listeners, then stop here if asked to.
         ``segments``: all the segments decoded so far (None: the last report's)."""
+        block = self.block
         if segments is None or not self.in_order:
             segments = self.progress.segments if self.in_order else ()
-        elif self.keep is not None:
-            segments = self.keep(tuple(segments))
-        self._notify(Progress(stage, done, max(done, total), tuple(segments)))
+        else:
+            segments = self.keep(tuple(segments)) if self.keep is not None else tuple(segments)
+            if block is not None:  # placed in the whole recording, after the blocks before
+                segments = block.segments_before + tuple(shifted(segment, block.start_s) for segment in segments)
+        if block is None:
+            self._notify(Progress(stage, done, max(done, total), tuple(segments)))
+        else:  # the windows of the whole recording
+            done += block.windows_before
+            total = max(done, total + block.windows_before) + block.windows_after
+            self._notify(Progress(stage, done, total, tuple(segments), block.index, block.count))
         self.check()
 
     def stage(self, stage: str) -> None:
         """A new stage (diarizing) over the windows decoded: tell the listeners, stop here if asked to."""
-        self.report(self.progress.windows_done, self.progress.windows_total, stage=stage)
+        self._notify(replace(self.progress, stage=stage))
+        self.check()
 
     def _notify(self, progress: Progress) -> None:
         self._shared.progress = progress
         for listener in self._shared.listeners:
             listener(progress)
+
+
+def shifted(segment, seconds: float):
+    """A ``core.types.Segment`` (and its words) ``seconds`` later."""
+    if not seconds:
+        return segment
+    words = None if segment.words is None else tuple(
+        replace(word, start=word.start + seconds, end=word.end + seconds) for word in segment.words)
+    return replace(segment, start=segment.start + seconds, end=segment.end + seconds, words=words)

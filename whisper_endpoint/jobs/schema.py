@@ -37,6 +37,15 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "UPDATE jobs SET callback_status = 'pending' WHERE callback_url IS NOT NULL AND callback_status IS NULL "
         "AND status IN ('succeeded', 'failed')",
     ),
+    (  # a long recording's finished blocks (issue 62): a job taken over resumes after the last one kept
+        """CREATE TABLE IF NOT EXISTS job_blocks (
+            job_id TEXT NOT NULL,
+            block INTEGER NOT NULL,
+            block_key TEXT NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (job_id, block)
+        )""",
+    ),
 )
 VERSION = len(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

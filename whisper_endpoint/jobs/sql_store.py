@@ -8,6 +8,10 @@ server died, SIGKILL and all) is queued again by any server, or failed once it h
 ``max_attempts`` times. A job finishes only for the server holding its lease, so it finishes once
 (one callback) even when a stalled server's lease was taken over. Every change is one statement.
 
+A running job decoded in blocks keeps each finished block in ``job_blocks`` (only while its server holds
+its lease); whoever runs it next takes the blocks whose key still matches. A job's blocks go when it
+finishes, and with ``expire`` for jobs no longer queued or running (deleted, failed while recovered).
+
 A finished job with a callback URL owes its callback (``callback_status`` ``pending``) until it is
 delivered or its ``callback_attempts`` are spent, and its lease then covers the delivery: the finishing
 server keeps it and renews it while it delivers; one that stops releases it, one that dies lets it lapse,
@@ -158,6 +162,24 @@ class SqlJobStore:
         )[1]
         return requeued, failed
 
+    def save_block(self, job_id: str, owner: str, index: int, key: str, body: dict) -> bool:
+        """Keep a finished block of ``owner``'s running job; False when it no longer holds the job."""
+        return self._run(
+            "INSERT INTO job_blocks (job_id, block, block_key, body) SELECT ?, ?, ?, ? WHERE EXISTS "
+            "(SELECT 1 FROM jobs WHERE id = ? AND status = ? AND lease_owner = ?) ON CONFLICT (job_id, block) "
+            "DO UPDATE SET block_key = excluded.block_key, body = excluded.body",
+            (job_id, index, key, json.dumps(body), job_id, RUNNING, owner),
+        )[1] == 1
+
+    def load_block(self, job_id: str, index: int, key: str) -> dict | None:
+        """The block kept for this job at ``index``, when it was kept under ``key``."""
+        rows, _ = self._run("SELECT body FROM job_blocks WHERE job_id = ? AND block = ? AND block_key = ?",
+                            (job_id, index, key))
+        return json.loads(rows[0]["body"]) if rows else None
+
+    def forget_blocks(self, job_id: str) -> None:
+        self._run("DELETE FROM job_blocks WHERE job_id = ?", (job_id,))
+
     def input_paths(self) -> set[str]:
         return {row["input_path"] for row in self._run("SELECT input_path FROM jobs")[0]}
 
@@ -167,6 +189,8 @@ class SqlJobStore:
     def expire(self, ttl_s: float, now: float | None = None) -> list[Job]:
         """Delete finished jobs older than ``ttl_s``; returns them (their uploads are the caller's)."""
         cutoff = (now if now is not None else time.time()) - ttl_s
+        self._run("DELETE FROM job_blocks WHERE job_id NOT IN (SELECT id FROM jobs WHERE status IN (?, ?))",
+                  (QUEUED, RUNNING))
         return self._rows(
             "DELETE FROM jobs WHERE status IN (?, ?) AND finished_at < ? RETURNING *", (SUCCEEDED, FAILED, cutoff)
         )

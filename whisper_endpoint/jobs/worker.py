@@ -7,7 +7,9 @@ file operation runs on a thread, never on the event loop. Each running job has a
 its progress (windows decoded, stage) is what GET /jobs/{id} shows, its deadline is ``JOBS_TIMEOUT_S``
 (past it the decode stops at its next window and the job fails), and a shutdown stops it at its next
 window and queues it again (a worker still inside a window after JOBS_STOP_TIMEOUT_S is cancelled, and
-its job queued again all the same). A job still running when the process dies stays ``running`` in the store
+its job queued again all the same). A long recording is decoded in blocks, each kept in the store as it
+finishes (``kept_blocks.py``): a job queued again resumes after its last block kept. A job still running
+when the process dies stays ``running`` in the store
 and is queued again at the next start (SQLite: this process is the file's only user) or once its lease
 expires (PostgreSQL: any server). The heartbeat renews the leases of this server's running jobs; a job
 whose lease it no longer holds (deleted through another server, or taken over) stops at its next window.
@@ -34,6 +36,7 @@ from whisper_endpoint.core.decode_context import DISCONNECTED, SHUTDOWN, DecodeC
 from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.deliveries import Deliveries, Secrets
+from whisper_endpoint.jobs.kept_blocks import KeptBlocks
 from whisper_endpoint.jobs.settings import JobSettings
 from whisper_endpoint.jobs.store import PENDING, QUEUED, Job, JobStore, open_store
 from whisper_endpoint.jobs.uploads import DiskBudget
@@ -204,6 +207,7 @@ class Jobs:
         context = DecodeContext(  # the speakers' voices, filled by the diarization: to enrol from the result
             timeout_s=self.settings.timeout_s or None, timeout_setting="JOBS_TIMEOUT_S",
             speaker_voices={} if library is not None else None,
+            checkpoints=KeptBlocks(self.store, job.id, self.owner),  # a long recording's blocks: resumable
         )
         self.running[job.id] = context
         try:
@@ -253,6 +257,7 @@ class Jobs:
             return "failed", InternalError().to_dict()
 
     async def _finished(self, job_id: str) -> None:
+        await anyio.to_thread.run_sync(self.store.forget_blocks, job_id)
         job = await anyio.to_thread.run_sync(self.store.get, job_id)
         if job is None:  # deleted while it ran
             return

@@ -45,7 +45,8 @@ def parse_parameters(parameters) -> tuple[InferenceConfig, list[str]]:
     return config, warnings
 
 
-def parse_request(data, *, max_seconds: float) -> ParsedRequest:
+def parse_request(data, *, max_seconds: float, spool_over_s: float | None = None) -> ParsedRequest:
+    """``spool_over_s``: a mono file decoding to more than this is kept on disk (audio/spool.py)."""
     if not isinstance(data, Mapping):
         raise InvalidInputError(
             f"the request must be an object with 'inputs', got {type(data).__name__}"
@@ -53,12 +54,13 @@ def parse_request(data, *, max_seconds: float) -> ParsedRequest:
     if "inputs" not in data or data["inputs"] is None:
         raise MissingInputError("the request has no 'inputs' (base64 audio, raw bytes or an array)")
     config, warnings = parse_parameters(data.get("parameters"))
-    audio = _audio(data["inputs"], config, warnings, max_seconds)
+    audio = _audio(data["inputs"], config, warnings, max_seconds, spool_over_s)
     _check_channel_options(config, audio, warnings)
     return ParsedRequest(audio, config, [*warnings, *audio.warnings])
 
 
-def _audio(inputs, config: InferenceConfig, warnings: list[str], max_seconds: float) -> Audio:
+def _audio(inputs, config: InferenceConfig, warnings: list[str], max_seconds: float,
+           spool_over_s: float | None) -> Audio:
     if isinstance(inputs, Mapping):
         return _array_audio(inputs, config, warnings, max_seconds)
     if isinstance(inputs, (bytes, bytearray, memoryview)):
@@ -74,8 +76,9 @@ def _audio(inputs, config: InferenceConfig, warnings: list[str], max_seconds: fl
         warnings.append(
             "'sampling_rate' applies to array inputs only; the file's own sample rate was used"
         )
-    decode = decode_channels if config.multichannel else decode_file
-    return decode(data, max_seconds=max_seconds)
+    if config.multichannel:
+        return decode_channels(data, max_seconds=max_seconds)
+    return decode_file(data, max_seconds=max_seconds, spool_over_s=spool_over_s)
 
 
 def _array_audio(inputs: Mapping, config, warnings, max_seconds) -> Audio:

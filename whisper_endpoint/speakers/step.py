@@ -18,7 +18,9 @@ from dataclasses import dataclass
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings
 from whisper_endpoint.core.decode_context import DIARIZING, DecodeContext
 from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, Transcript
+from whisper_endpoint.diarization.base import Diarization
 from whisper_endpoint.speakers import alongside, labels
+from whisper_endpoint.speakers import names as speaker_names
 from whisper_endpoint.speakers.labels import Voiceprints
 
 
@@ -78,20 +80,46 @@ class RequestSpeakers:
         """The block the ASR of ``samples`` (with ``config``: a channel's, say) runs in, its diarization
         beside it; yields ``finish``: transcript -> its speakers (None when not diarized; nobody when the
         ASR found no speech). Leaving the block without finishing stops the diarization."""
+        with self.diarizing(samples, config, context, found_no_speech=found_no_speech) as diarization:
+
+            def finish(transcript: Transcript) -> Speakers | None:
+                if not self.diarized:
+                    return None
+                found = diarization(transcript)
+                if found is None:  # no speech, no speakers
+                    return labels.no_speakers(config)
+                return self.label(transcript, found, samples, len(samples) / SAMPLE_RATE, config, context)
+
+            yield finish
+
+    @contextmanager
+    def diarizing(self, samples, config: InferenceConfig, context: DecodeContext, *,
+                  found_no_speech: Callable[[Transcript], bool]) -> Iterator[Callable[[Transcript], Diarization | None]]:
+        """As ``alongside``, but ``finish`` gives the diarization itself (None: not diarized, or no speech)."""
         if not self.diarized:
             yield lambda transcript: None
             return
         step = self.step
         with alongside.diarizing(step.diarizer, samples, config, context, longest_s=step.alongside_s) as diarization:
 
-            def finish(transcript: Transcript) -> Speakers:
-                if found_no_speech(transcript):  # no speech, no speakers
-                    return labels.no_speakers(config)
+            def finish(transcript: Transcript) -> Diarization | None:
+                if found_no_speech(transcript):
+                    return None
                 context.stage(DIARIZING)  # the rest of the diarization; a stop reaches it at its next step
-                found = diarization()
-                speakers = labels.label_speakers(step.diarizer, samples, transcript, config, len(samples) / SAMPLE_RATE,
-                                                 self.voices, kept=context.speaker_voices, diarization=found)
-                context.check()
-                return speakers
+                return diarization()
 
             yield finish
+
+    def label(self, transcript: Transcript, diarization: Diarization, samples, duration: float,
+              config: InferenceConfig, context: DecodeContext) -> Speakers:
+        """The speakers of ``transcript``'s words from ``diarization`` (names, runs, what ``config`` asks);
+        ``samples`` embed a speaker the diarization gave no centroid (an empty array: none is embedded)."""
+        speakers = labels.label_speakers(self.step.diarizer, samples, transcript, config, duration, self.voices,
+                                         kept=context.speaker_voices, diarization=diarization)
+        context.check()
+        return speakers
+
+    def voices_of(self, diarization: Diarization, samples) -> dict:
+        """Each speaker's centroid (the pipeline's, else embedded from ``samples``): label -> vector."""
+        return speaker_names.centroids(diarization.embeddings, diarization.exclusive, samples,
+                                       self.step.diarizer.embed_voice)

@@ -1,0 +1,69 @@
+"""The speakers of a recording decoded in blocks: the blocks' voices grouped into speakers.
+
+Each block's diarizer found its own speakers and one voice (centroid) for each. Voices are grouped by
+average linkage on cosine similarity, the closest pair of groups first, as long as the pair is at least
+``SAME_VOICE`` alike. Two voices of one block may be grouped: a block's diarizer sometimes splits one
+voice in two (with a cannot-link rule a block that did so added a speaker to the whole recording).
+``num_speakers`` groups until that many are left (whatever their similarity), ``max_speakers`` until no
+more than that, ``min_speakers`` stops there. A voice's weight is its speech's duration.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from whisper_endpoint.speakers.names import MATCH_THRESHOLD
+
+# The similarity of two centroids of one voice: the speaker library's threshold for a centroid and an
+# enrolled voice (speakers/names.py), whose pairs were chosen between the same and different voices.
+SAME_VOICE = MATCH_THRESHOLD
+
+
+@dataclass(frozen=True)
+class Voice:
+    block: int
+    label: str  # the block's own label
+    vector: np.ndarray
+    seconds: float  # its speech in that block
+    first: float  # when it first speaks in the recording
+
+
+def group(voices: list[Voice], *, num_speakers: int | None = None, min_speakers: int | None = None,
+          max_speakers: int | None = None, threshold: float = SAME_VOICE) -> list[list[Voice]]:
+    """The voices grouped into speakers, in the order they first speak."""
+    groups = [[voice] for voice in voices]
+    if not voices:
+        return []
+    units = np.stack([voice.vector / np.linalg.norm(voice.vector) for voice in voices])
+    similarity = units @ units.T
+    index = {id(voice): n for n, voice in enumerate(voices)}
+    low = num_speakers if num_speakers is not None else (min_speakers or 1)
+    high = num_speakers if num_speakers is not None else max_speakers
+    while len(groups) > max(low, 1):
+        best, pair = -np.inf, None
+        for a in range(len(groups)):
+            for b in range(a + 1, len(groups)):
+                alike = _average(similarity, index, groups[a], groups[b])
+                if alike > best:
+                    best, pair = alike, (a, b)
+        if pair is None or (best < threshold and (high is None or len(groups) <= high)):
+            break
+        a, b = pair
+        groups[a] = groups[a] + groups.pop(b)
+    return sorted(groups, key=lambda members: min(v.first for v in members))
+
+
+def _average(similarity: np.ndarray, index: dict, first: list[Voice], second: list[Voice]) -> float:
+    rows = [index[id(v)] for v in first]
+    columns = [index[id(v)] for v in second]
+    weights = np.outer([v.seconds for v in first], [v.seconds for v in second]) + 1e-9
+    return float((similarity[np.ix_(rows, columns)] * weights).sum() / weights.sum())
+
+
+def centroid(members: list[Voice]) -> np.ndarray:
+    """A group's voice: its members' unit vectors averaged by their speech."""
+    vectors = np.stack([v.vector / np.linalg.norm(v.vector) for v in members])
+    weights = np.array([v.seconds for v in members]) + 1e-9
+    return (vectors * weights[:, None]).sum(axis=0) / weights.sum()

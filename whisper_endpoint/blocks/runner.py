@@ -1,0 +1,154 @@
+"""A recording decoded block by block (see the package's docstring): each block kept, or taken from a
+checkpoint; then one transcript and one set of speakers for the whole recording."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import replace
+
+import numpy as np
+
+from whisper_endpoint.blocks import linking, saved
+from whisper_endpoint.blocks.saved import BlockResult
+from whisper_endpoint.core.config import InferenceConfig
+from whisper_endpoint.core.decode_context import Block, DecodeContext, shifted
+from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, SpeakerTurn, Transcript
+from whisper_endpoint.diarization.base import Diarization
+from whisper_endpoint.pipeline import asr_step
+from whisper_endpoint.speakers import labels
+from whisper_endpoint.speakers.step import RequestSpeakers
+
+WINDOW_S = 30.0  # the ASR's window: the first block's guess of the windows to come
+
+
+def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig, context: DecodeContext,
+               spans: list[tuple[int, int]]) -> tuple[Transcript, Speakers | None]:
+    """``samples`` (an array or ``SpooledSamples``) in the blocks ``spans``: the transcript and its speakers."""
+    parameters = config.model_dump(mode="json")
+    checkpoints = context.checkpoints
+    results: list[BlockResult] = []
+    windows, segments = 0, ()
+    for index, (start, stop) in enumerate(spans):
+        block = Block(index, len(spans), start / SAMPLE_RATE, windows, _windows_after(spans, index, windows),
+                      segments)
+        key = saved.key(start, stop, parameters)
+        body = checkpoints.load(index, key) if checkpoints is not None else None
+        if body is None:
+            body = saved.dumped(_decoded(asr, speakers, samples, start, stop, config, context.in_block(block)))
+            if checkpoints is not None:
+                checkpoints.save(index, key, body)
+        result = saved.loaded(body)  # the same values whether decoded now or taken from a checkpoint
+        results.append(result)
+        windows += result.windows
+        segments += tuple(result.transcript.segments)
+        done = Block(index + 1, len(spans), stop / SAMPLE_RATE, windows, _windows_after(spans, index + 1, windows),
+                     segments)
+        context.in_block(done).report(0, 0, ())  # one more block done; a stop asked for stops here
+    transcript = _joined([result.transcript for result in results], len(spans))
+    if not speakers.diarized:
+        return transcript, None
+    if all(result.diarization is None for result in results):
+        return transcript, labels.no_speakers(config)
+    diarization = _linked(results, config)
+    duration = len(samples) / SAMPLE_RATE
+    return transcript, speakers.label(transcript, diarization, np.zeros(0, np.float32), duration, config, context)
+
+
+def _decoded(asr, speakers: RequestSpeakers, samples, start: int, stop: int, config: InferenceConfig,
+             context: DecodeContext) -> BlockResult:
+    """One block through the ASR with its diarization alongside; times in the recording's."""
+    piece = np.ascontiguousarray(samples[start:stop], dtype=np.float32)
+    with speakers.diarizing(piece, _block_counts(config), context, found_no_speech=asr_step.found_none) as diarized:
+        transcript = asr_step.transcribe_speech(asr, piece, speakers.asr_config(config), context)
+        found = diarized(transcript)
+    offset = start / SAMPLE_RATE
+    voices = {}
+    if found is not None:
+        spoken = _seconds(found.exclusive)
+        voices = {label: (np.asarray(vector, dtype=np.float64), spoken.get(label, 0.0))
+                  for label, vector in speakers.voices_of(found, piece).items()}
+        found = Diarization(turns=_later(found.turns, offset), exclusive=_later(found.exclusive, offset),
+                            warnings=found.warnings)
+    block = context.block
+    return BlockResult(
+        start=start, stop=stop, windows=context.progress.windows_done - block.windows_before,
+        transcript=replace(transcript, segments=[shifted(segment, offset) for segment in transcript.segments]),
+        diarization=found, voices=voices,
+    )
+
+
+def _block_counts(config: InferenceConfig) -> InferenceConfig:
+    """A block may hold fewer speakers than the recording: the counts asked for bound it from above only."""
+    most = config.num_speakers or config.max_speakers
+    return config.model_copy(update={"num_speakers": None, "min_speakers": None, "max_speakers": most})
+
+
+def _windows_after(spans: list[tuple[int, int]], index: int, windows: int) -> int:
+    """A guess of the windows the blocks from ``index`` on will decode: the rate so far, else one per 30 s."""
+    left = sum(stop - start for start, stop in spans[index:]) / SAMPLE_RATE
+    done = spans[index][0] / SAMPLE_RATE if index < len(spans) else 0.0
+    rate = windows / done if windows and done else 1 / WINDOW_S
+    return round(left * rate)
+
+
+def _joined(transcripts: list[Transcript], blocks: int) -> Transcript:
+    """The blocks' transcripts as one: the main language is the one spoken longest."""
+    spoken = [t for t in transcripts if not asr_step.found_none(t)] or transcripts
+    segments = [segment for t in transcripts for segment in t.segments]
+    seconds: dict[str, float] = defaultdict(float)
+    for segment in segments:
+        if segment.language is not None:
+            seconds[segment.language] += segment.end - segment.start
+    main = max(seconds, key=seconds.get) if seconds else spoken[0].language
+    first = next((t for t in spoken if t.language == main), spoken[0])
+    return Transcript(segments=segments, language=main, language_probability=first.language_probability,
+                      decoding={**first.decoding, "blocks": blocks},
+                      warnings=list(dict.fromkeys(w for t in transcripts for w in t.warnings)))
+
+
+def _linked(results: list[BlockResult], config: InferenceConfig) -> Diarization:
+    """The blocks' speakers as the recording's: grouped by voice (linking.py), labelled in speaking order."""
+    voices = []
+    for index, result in enumerate(results):
+        if result.diarization is None:
+            continue
+        first = _first_turns(result.diarization.exclusive or result.diarization.turns)
+        voices += [linking.Voice(index, label, vector, seconds, first.get(label, result.start / SAMPLE_RATE))
+                   for label, (vector, seconds) in result.voices.items()]
+    groups = linking.group(voices, num_speakers=config.num_speakers, min_speakers=config.min_speakers,
+                           max_speakers=config.max_speakers)
+    names = {(v.block, v.label): f"SPEAKER_{n:02d}" for n, members in enumerate(groups) for v in members}
+    embeddings = {f"SPEAKER_{n:02d}": linking.centroid(members) for n, members in enumerate(groups)}
+    for index, result in enumerate(results):  # a speaker too brief for a voice: one of its own
+        for turn in result.diarization.turns if result.diarization is not None else ():
+            names.setdefault((index, turn.speaker), f"SPEAKER_{len(set(names.values())):02d}")
+
+    def named(kind: str) -> list[SpeakerTurn]:
+        turns = [SpeakerTurn(t.start, t.end, names[(index, t.speaker)]) for index, result in enumerate(results)
+                 if result.diarization is not None for t in getattr(result.diarization, kind)]
+        return sorted(turns, key=lambda turn: (turn.start, turn.end))
+
+    warnings = [w for result in results if result.diarization is not None for w in result.diarization.warnings]
+    count = len(set(names.values()))
+    if config.num_speakers is not None and count != config.num_speakers:
+        warnings.append(f"num_speakers={config.num_speakers} was asked for; the blocks' voices gave {count} speakers")
+    return Diarization(turns=named("turns"), exclusive=named("exclusive"), warnings=list(dict.fromkeys(warnings)),
+                       embeddings=embeddings)
+
+
+def _seconds(turns: list[SpeakerTurn]) -> dict[str, float]:
+    spoken: dict[str, float] = defaultdict(float)
+    for turn in turns:
+        spoken[turn.speaker] += turn.end - turn.start
+    return spoken
+
+
+def _first_turns(turns: list[SpeakerTurn]) -> dict[str, float]:
+    first: dict[str, float] = {}
+    for turn in turns:
+        first[turn.speaker] = min(first.get(turn.speaker, turn.start), turn.start)
+    return first
+
+
+def _later(turns: list[SpeakerTurn], seconds: float) -> list[SpeakerTurn]:
+    return [SpeakerTurn(t.start + seconds, t.end + seconds, t.speaker) for t in turns]
