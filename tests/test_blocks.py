@@ -131,3 +131,12 @@ def test_a_decode_resumes_after_its_last_kept_block_with_the_same_result(diarizi
     other = _Kept(kept.bodies)
     handler.run(changed, DecodeContext(checkpoints=other))
     assert other.taken == []
+
+
+def test_audio_spooled_at_the_edge_of_one_block_is_decoded_whole(tiny_handler):
+    """A file whose first pass counts a hair over 1.5 blocks is spooled, yet the plan keeps it one block."""
+    handler = copy.copy(tiny_handler)
+    handler.settings = tiny_handler.settings.model_copy(update={"block_seconds": 10})
+    body = encode(np.zeros(15 * SAMPLE_RATE + 1, np.float32), SAMPLE_RATE, "flac", "flac")
+    assert isinstance(decode_file(body, max_seconds=60, spool_over_s=15).samples, SpooledSamples)
+    assert handler({"inputs": body})["text"] == ""

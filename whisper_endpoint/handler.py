@@ -88,7 +88,8 @@ class EndpointHandler:
         spans = plan.blocks(samples, self.settings.block_seconds)
         if len(spans) > 1:
             transcript, found = runner.transcribe(self.asr, speakers, samples, config, context, spans)
-        else:
+        else:  # one block: decoded whole (in memory, also when its decoded length just passed the spool's)
+            samples = samples[:] if isinstance(samples, SpooledSamples) else samples
             transcript, found = self._transcribe(samples, config, speakers, context)
         return render.response(
             transcript,
