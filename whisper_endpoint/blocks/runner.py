@@ -19,6 +19,9 @@ from whisper_endpoint.speakers import labels
 from whisper_endpoint.speakers.step import RequestSpeakers
 
 WINDOW_S = 30.0  # the ASR's window: the first block's guess of the windows to come
+# What the backends count in ``Transcript.decoding``: the recording's count is the blocks' sum.
+COUNTERS = ("non_speech_words_dropped", "remainders_decoded_again", "windows_decoded_again", "windows_not_recovered",
+            "encoder_windows", "confidence_windows")
 
 
 def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig, context: DecodeContext,
@@ -44,7 +47,7 @@ def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig,
         done = Block(index + 1, len(spans), stop / SAMPLE_RATE, windows, _windows_after(spans, index + 1, windows),
                      segments)
         context.in_block(done).report(0, 0, ())  # one more block done; a stop asked for stops here
-    transcript = _joined([result.transcript for result in results], len(spans))
+    transcript = _joined([result.transcript for result in results], spans)
     if not speakers.diarized:
         return transcript, None
     if all(result.diarization is None for result in results):
@@ -91,8 +94,9 @@ def _windows_after(spans: list[tuple[int, int]], index: int, windows: int) -> in
     return round(left * rate)
 
 
-def _joined(transcripts: list[Transcript], blocks: int) -> Transcript:
-    """The blocks' transcripts as one: the main language is the one spoken longest."""
+def _joined(transcripts: list[Transcript], spans: list[tuple[int, int]]) -> Transcript:
+    """The blocks' transcripts as one: the main language is the one spoken longest, the counters summed, and
+    each block's warnings say which block they are about."""
     spoken = [t for t in transcripts if not asr_step.found_none(t)] or transcripts
     segments = [segment for t in transcripts for segment in t.segments]
     seconds: dict[str, float] = defaultdict(float)
@@ -101,9 +105,20 @@ def _joined(transcripts: list[Transcript], blocks: int) -> Transcript:
             seconds[segment.language] += segment.end - segment.start
     main = max(seconds, key=seconds.get) if seconds else spoken[0].language
     first = next((t for t in spoken if t.language == main), spoken[0])
+    counted = {name: sum(t.decoding.get(name, 0) for t in transcripts) for name in COUNTERS
+               if any(name in t.decoding for t in transcripts)}
+    decoded = {code for t in transcripts for code in t.decoding.get("languages_decoded", ())}
+    if decoded:
+        counted["languages_decoded"] = sorted(decoded)
+    warnings = [f"{_clock(start)}-{_clock(stop)}: {warning}"
+                for t, (start, stop) in zip(transcripts, spans, strict=True) for warning in t.warnings]
     return Transcript(segments=segments, language=main, language_probability=first.language_probability,
-                      decoding={**first.decoding, "blocks": blocks},
-                      warnings=list(dict.fromkeys(w for t in transcripts for w in t.warnings)))
+                      decoding={**first.decoding, **counted, "blocks": len(transcripts)}, warnings=warnings)
+
+
+def _clock(sample: int) -> str:
+    minutes, seconds = divmod(round(sample / SAMPLE_RATE), 60)
+    return f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}"
 
 
 def _linked(results: list[BlockResult], config: InferenceConfig) -> Diarization:
