@@ -2,10 +2,10 @@
 
 Each block's diarizer found its own speakers and one voice (centroid) for each. Voices are grouped by
 average linkage on cosine similarity, the closest pair of groups first, as long as the pair is at least
-``SAME_VOICE`` alike. Two voices of one block may be grouped: a block's diarizer sometimes splits one
-voice in two (with a cannot-link rule a block that did so added a speaker to the whole recording).
-``num_speakers`` groups until that many are left (whatever their similarity), ``max_speakers`` until no
-more than that, ``min_speakers`` stops there. A voice's weight is its speech's duration.
+``SAME_VOICE`` alike; two voices of one block are never grouped (that block's diarizer, the one a file of
+the block's length gets, already told them apart). ``num_speakers`` groups until that many are left
+(whatever their similarity), ``max_speakers`` until no more than that, ``min_speakers`` stops there. A
+voice's weight is its speech's duration.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.speakers.names import MATCH_THRESHOLD
-
-# The similarity of two centroids of one voice: the speaker library's threshold for a centroid and an
-# enrolled voice (speakers/names.py), whose pairs were chosen between the same and different voices.
-SAME_VOICE = MATCH_THRESHOLD
+# Two blocks' centroids of one voice are at least this alike. A centroid pools minutes of speech, so both
+# kinds of pair sit higher than a clip and a centroid do (the speaker library's 0.72, speakers/names.py):
+# on audio/long/fillets_long in three blocks of 5 minutes, one voice's pairs were 0.97-0.99 and the two
+# voices' 0.70-0.74 (docs/long_recordings.md).
+SAME_VOICE = 0.85
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ def group(voices: list[Voice], *, num_speakers: int | None = None, min_speakers:
         best, pair = -np.inf, None
         for a in range(len(groups)):
             for b in range(a + 1, len(groups)):
+                if {v.block for v in groups[a]} & {v.block for v in groups[b]}:
+                    continue
                 alike = _average(similarity, index, groups[a], groups[b])
                 if alike > best:
                     best, pair = alike, (a, b)
