@@ -33,35 +33,30 @@ class Voice:
 def group(voices: list[Voice], *, num_speakers: int | None = None, min_speakers: int | None = None,
           max_speakers: int | None = None, threshold: float = SAME_VOICE) -> list[list[Voice]]:
     """The voices grouped into speakers, in the order they first speak."""
-    groups = [[voice] for voice in voices]
     if not voices:
         return []
     units = np.stack([voice.vector / np.linalg.norm(voice.vector) for voice in voices])
-    similarity = units @ units.T
-    index = {id(voice): n for n, voice in enumerate(voices)}
+    alike = units @ units.T  # between groups: their voices' similarities averaged, weighted by speech
+    weight = np.array([voice.seconds for voice in voices]) + 1e-9
+    blocks = np.array([voice.block for voice in voices])
+    apart = blocks[:, None] == blocks[None, :]  # groups that share a block (a group with itself too)
+    members = {n: [voice] for n, voice in enumerate(voices)}
     low = num_speakers if num_speakers is not None else (min_speakers or 1)
     high = num_speakers if num_speakers is not None else max_speakers
-    while len(groups) > max(low, 1):
-        best, pair = -np.inf, None
-        for a in range(len(groups)):
-            for b in range(a + 1, len(groups)):
-                if {v.block for v in groups[a]} & {v.block for v in groups[b]}:
-                    continue
-                alike = _average(similarity, index, groups[a], groups[b])
-                if alike > best:
-                    best, pair = alike, (a, b)
-        if pair is None or (best < threshold and (high is None or len(groups) <= high)):
+    while len(members) > max(low, 1):
+        open_pairs = np.where(apart, -np.inf, alike)
+        a, b = np.unravel_index(np.argmax(open_pairs), open_pairs.shape)
+        best = open_pairs[a, b]
+        if best == -np.inf or (best < threshold and (high is None or len(members) <= high)):
             break
-        a, b = pair
-        groups[a] = groups[a] + groups.pop(b)
-    return sorted(groups, key=lambda members: min(v.first for v in members))
-
-
-def _average(similarity: np.ndarray, index: dict, first: list[Voice], second: list[Voice]) -> float:
-    rows = [index[id(v)] for v in first]
-    columns = [index[id(v)] for v in second]
-    weights = np.outer([v.seconds for v in first], [v.seconds for v in second]) + 1e-9
-    return float((similarity[np.ix_(rows, columns)] * weights).sum() / weights.sum())
+        merged = (weight[a] * alike[a] + weight[b] * alike[b]) / (weight[a] + weight[b])
+        alike[a], alike[:, a] = merged, merged
+        weight[a] += weight[b]
+        apart[a] |= apart[b]
+        apart[:, a] = apart[a]
+        apart[b], apart[:, b] = True, True  # b is gone into a
+        members[a] += members.pop(b)
+    return sorted(members.values(), key=lambda group: min(v.first for v in group))
 
 
 def centroid(members: list[Voice]) -> np.ndarray:
