@@ -11,7 +11,7 @@ import numpy as np
 from whisper_endpoint.blocks import linking, saved
 from whisper_endpoint.blocks.saved import BlockResult
 from whisper_endpoint.core.config import InferenceConfig
-from whisper_endpoint.core.decode_context import Block, DecodeContext, shifted
+from whisper_endpoint.core.decode_context import Block, DecodeContext
 from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, SpeakerTurn, Transcript
 from whisper_endpoint.diarization.base import Diarization
 from whisper_endpoint.pipeline import asr_step
@@ -75,7 +75,7 @@ def _decoded(asr, speakers: RequestSpeakers, samples, start: int, stop: int, con
     block = context.block
     return BlockResult(
         start=start, stop=stop, windows=context.progress.windows_done - block.windows_before,
-        transcript=replace(transcript, segments=[shifted(segment, offset) for segment in transcript.segments]),
+        transcript=replace(transcript, segments=[segment.later(offset) for segment in transcript.segments]),
         diarization=found, voices=voices,
     )
 

@@ -127,7 +127,9 @@ class ModelSettings(BaseSettings):
         description="Where embedded models are assembled ($XDG_CACHE_HOME is honoured).",
     )
     max_audio_seconds: float = Field(
-        4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it."
+        4 * 3600.0, gt=0, description="Longest decoded audio accepted; decoding stops past it. Audio past 1.5 "
+        "blocks is decoded in blocks (BLOCK_SECONDS): its memory stops growing there, its samples take 3.66 MiB "
+        "of temporary disk per minute (docs/long_recordings.md)."
     )
     block_seconds: float = Field(
         600.0, ge=0,

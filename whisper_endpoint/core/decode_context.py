@@ -185,7 +185,7 @@ class DecodeContext:
         else:
             segments = self.keep(tuple(segments)) if self.keep is not None else tuple(segments)
             if block is not None:  # placed in the whole recording, after the blocks before
-                segments = block.segments_before + tuple(shifted(segment, block.start_s) for segment in segments)
+                segments = block.segments_before + tuple(segment.later(block.start_s) for segment in segments)
         if block is None:
             self._notify(Progress(stage, done, max(done, total), tuple(segments)))
         else:  # the windows of the whole recording
@@ -204,11 +204,3 @@ class DecodeContext:
         for listener in self._shared.listeners:
             listener(progress)
 
-
-def shifted(segment, seconds: float):
-    """A ``core.types.Segment`` (and its words) ``seconds`` later."""
-    if not seconds:
-        return segment
-    words = None if segment.words is None else tuple(
-        replace(word, start=word.start + seconds, end=word.end + seconds) for word in segment.words)
-    return replace(segment, start=segment.start + seconds, end=segment.end + seconds, words=words)

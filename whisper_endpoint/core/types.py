@@ -6,7 +6,7 @@ Times are seconds from the start of the audio.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 # The rate every input is decoded and resampled to, and the rate the models take (samples per second).
 SAMPLE_RATE = 16000
@@ -32,6 +32,14 @@ class Segment:
     compression_ratio: float | None = None
     temperature: float | None = None
     language: str | None = None  # the language it was decoded in (None where a backend does not say)
+
+    def later(self, seconds: float) -> Segment:
+        """This segment, and its words, ``seconds`` later."""
+        if not seconds:
+            return self
+        words = None if self.words is None else tuple(
+            replace(word, start=word.start + seconds, end=word.end + seconds) for word in self.words)
+        return replace(self, start=self.start + seconds, end=self.end + seconds, words=words)
 
 
 @dataclass(frozen=True)
