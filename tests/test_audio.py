@@ -160,3 +160,11 @@ def test_duration_limit_stops_decoding():
 def test_bad_arrays(bad, message):
     with pytest.raises(InvalidInputError, match=message):
         from_array(bad, 16000, max_seconds=60)
+
+
+def test_a_file_of_exactly_the_longest_duration_is_accepted():
+    """625 FLAC frames of 0.288 s sum to 180.0000000000009 s in floats: still not over a limit of 180 s."""
+    body = encode(np.zeros(180 * 16000, np.float32), 16000, "flac", "flac")
+    assert decode_file(body, max_seconds=180).duration == 180
+    with pytest.raises(PayloadTooLargeError):
+        decode_file(encode(np.zeros(180 * 16000 + 1, np.float32), 16000, "flac", "flac"), max_seconds=180)

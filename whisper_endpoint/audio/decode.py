@@ -32,6 +32,9 @@ from whisper_endpoint.core.types import SAMPLE_RATE
 
 _ARRAY_FRAME = 65536  # samples per frame handed to the resampler for array inputs
 MAX_ARRAY_PEAK = 8.0  # float samples are -1..1; some headroom for gain and resampling overshoot
+# The frames' durations are summed in floats: 4 hours of FLAC frames came to 14400.00000001843 s. A file of
+# exactly the limit is not over it (the resampler's count of samples is exact and checks again).
+_SUM_SLACK_S = 1e-6
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,7 @@ def _check_duration(container, stream, max_seconds: float) -> float:
     seconds = 0.0
     for frame in _decoded_frames(container, stream):
         seconds += frame.samples / (frame.sample_rate or default_rate)
-        if seconds > max_seconds:
+        if seconds > max_seconds + _SUM_SLACK_S:
             raise _too_long(max_seconds)
     return seconds
 
