@@ -105,6 +105,7 @@ def main() -> None:
         "ratio": round(t2 / t1, 3), "blocks_taken_from_the_store": taken,
         "blocks": resumed["result"]["decoding"].get("blocks") if resumed["status"] == "succeeded" else None,
         "attempts": resumed["attempts"], "same_result": resumed.get("result") == whole.get("result"),
+        "differences": _differences(whole.get("result"), resumed.get("result")),
         "status": resumed["status"],
     }
     print(json.dumps(result), flush=True)
@@ -112,6 +113,22 @@ def main() -> None:
     results = json.loads(out.read_text()) if out.exists() else {}
     results[f"{'diarized' if args.diarize else 'plain'}/{args.minutes:g}"] = result
     write(out, results, "python -m bench.resume " + " ".join(sys.argv[1:]))
+
+
+def _differences(first, second, where: str = "result", found: list | None = None) -> list[str]:
+    """Where two results differ (at most 10 places), each with both values shortened."""
+    found = [] if found is None else found
+    if len(found) >= 10 or first == second:
+        return found
+    if isinstance(first, dict) and isinstance(second, dict):
+        for key in sorted(set(first) | set(second)):
+            _differences(first.get(key), second.get(key), f"{where}.{key}", found)
+    elif isinstance(first, list) and isinstance(second, list) and len(first) == len(second):
+        for index, (a, b) in enumerate(zip(first, second)):
+            _differences(a, b, f"{where}[{index}]", found)
+    else:
+        found.append(f"{where}: {str(first)[:120]!r} / {str(second)[:120]!r}")
+    return found
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ Memory: the diarizer's working set then adds to the ASR's instead of following i
 13.4 and 26.8 min at the defaults on 2 cores: 3253 MiB at 26.8 min, below the 3714 the same request
 peaked at after the ASR before the encoder ran in pieces, backends/encoding.py). Audio up to
 DIARIZATION_ALONGSIDE_S (30 min unless set) runs alongside; longer audio keeps the old order, whose peak
-is the ASR's.
+is the ASR's (a long recording is decoded in blocks of 10 minutes, whisper_endpoint/blocks/, each block
+alongside).
 
 Bounded: one pool of ``cores // diarizer threads`` workers serves every request of the process, so
 concurrent requests never run more diarizations at once than the cores hold (the others wait for a
