@@ -12,9 +12,9 @@ from whisper_endpoint.blocks import linking, saved
 from whisper_endpoint.blocks.saved import BlockResult
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import Block, DecodeContext
-from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, SpeakerTurn, Transcript
+from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, SpeakerTurn, Transcript, clock
 from whisper_endpoint.diarization.base import Diarization
-from whisper_endpoint.pipeline import asr_step
+from whisper_endpoint.pipeline import asr_step, languages
 from whisper_endpoint.speakers import labels
 from whisper_endpoint.speakers.step import RequestSpeakers
 
@@ -99,26 +99,18 @@ def _joined(transcripts: list[Transcript], spans: list[tuple[int, int]]) -> Tran
     each block's warnings say which block they are about."""
     spoken = [t for t in transcripts if not asr_step.found_none(t)] or transcripts
     segments = [segment for t in transcripts for segment in t.segments]
-    seconds: dict[str, float] = defaultdict(float)
-    for segment in segments:
-        if segment.language is not None:
-            seconds[segment.language] += segment.end - segment.start
-    main = max(seconds, key=seconds.get) if seconds else spoken[0].language
+    shares = languages.summary(segments)  # largest share first
+    main = shares[0]["language"] if shares else spoken[0].language
     first = next((t for t in spoken if t.language == main), spoken[0])
     counted = {name: sum(t.decoding.get(name, 0) for t in transcripts) for name in COUNTERS
                if any(name in t.decoding for t in transcripts)}
     decoded = {code for t in transcripts for code in t.decoding.get("languages_decoded", ())}
     if decoded:
         counted["languages_decoded"] = sorted(decoded)
-    warnings = [f"{_clock(start)}-{_clock(stop)}: {warning}"
+    warnings = [f"{clock(start / SAMPLE_RATE)}-{clock(stop / SAMPLE_RATE)}: {warning}"
                 for t, (start, stop) in zip(transcripts, spans, strict=True) for warning in t.warnings]
     return Transcript(segments=segments, language=main, language_probability=first.language_probability,
                       decoding={**first.decoding, **counted, "blocks": len(transcripts)}, warnings=warnings)
-
-
-def _clock(sample: int) -> str:
-    minutes, seconds = divmod(round(sample / SAMPLE_RATE), 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}"
 
 
 def _linked(results: list[BlockResult], config: InferenceConfig) -> Diarization:

@@ -12,6 +12,7 @@ import sys
 from tqdm import tqdm
 
 from whisper_endpoint.core.decode_context import DECODING, DIARIZING, DecodeContext, Progress
+from whisper_endpoint.core.types import clock
 
 STAGES = {DECODING: "words", DIARIZING: "speakers"}  # what a person reads, by the handler's stage
 
@@ -36,7 +37,7 @@ class FileProgress:
             self.bar = tqdm(total=progress.windows_total, unit="window", file=self.stream, dynamic_ncols=True,
                             leave=False, desc=self.name)
         heard = max((segment.end for segment in progress.segments), default=0.0)
-        self.bar.set_postfix_str(f"{STAGES.get(progress.stage, progress.stage)}, {_clock(heard)} of audio done",
+        self.bar.set_postfix_str(f"{STAGES.get(progress.stage, progress.stage)}, {clock(heard)} of audio done",
                                  refresh=False)
         self.bar.update(progress.windows_done - self.bar.n)
 
@@ -46,7 +47,3 @@ class FileProgress:
             self.bar = None
 
 
-def _clock(seconds: float) -> str:
-    minutes, seconds = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"

@@ -75,6 +75,13 @@ def clamped(seconds: float, duration: float | None) -> float:
     return round(seconds if duration is None else min(seconds, duration), 3)
 
 
+def clock(seconds: float) -> str:
+    """A time for people to read: ``M:SS``, or ``H:MM:SS`` from an hour on."""
+    minutes, seconds = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{seconds:02d}" if hours else f"{minutes}:{seconds:02d}"
+
+
 def span(start: float, end: float, duration: float | None) -> list[float]:
     """``[start, end]`` as the response gives it (``clamped``)."""
     return [clamped(start, duration), clamped(end, duration)]
