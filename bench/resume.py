@@ -24,6 +24,7 @@ import requests
 
 from bench.items.serving import wait_ready
 from bench.long_requests import recording
+from support.serving import stop_process
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,14 +44,6 @@ def finished(url: str, job_id: str) -> dict:
         if job["status"] in ("succeeded", "failed"):
             return job
         time.sleep(0.5)
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(60)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 def main() -> None:
@@ -80,7 +73,7 @@ def main() -> None:
         job = requests.post(f"{url}/jobs", data=body, params=params, headers={"Content-Type": "audio/flac"}).json()
         whole = finished(url, job["id"])
         t1 = time.perf_counter() - submitted
-        stop(first)
+        stop_process(first, timeout=60)
         (folder / "killed").mkdir()
         killed = server(folder / "killed", args.port, args.diarize, log)
         wait_ready(killed, url, log_path)
@@ -95,7 +88,7 @@ def main() -> None:
         wait_ready(second, url, log_path)
         resumed = finished(url, job["id"])
         t2 = time.perf_counter() - started
-        stop(second)
+        stop_process(second, timeout=60)
         log.close()
         lines = log_path.read_text().splitlines()
     taken = sum(f"job {job['id']}: block" in line and "taken from the store" in line for line in lines)

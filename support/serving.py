@@ -97,13 +97,17 @@ class ServerProcess:
             return False
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL after 30 s."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        stop_process(self.process)
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 30) -> None:
+    """A server process stopped as a platform stops it: SIGTERM, then SIGKILL after ``timeout`` seconds."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
 
 
 def wait_until(condition, timeout: float = 20, interval: float = 0.02) -> None:

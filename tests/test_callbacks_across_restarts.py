@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -21,7 +20,7 @@ import requests
 
 from support.paths import ROOT
 from support.audio import read_clip
-from support.serving import CLIP, free_port, wait_until
+from support.serving import CLIP, free_port, stop_process, wait_until
 from whisper_endpoint.jobs import open_store
 
 
@@ -54,14 +53,6 @@ def _start(port: int, db, log) -> subprocess.Popen:
                             stdout=log, stderr=subprocess.STDOUT)
 
 
-def _stop(server: subprocess.Popen) -> None:
-    server.send_signal(signal.SIGTERM)
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-
-
 def _listening(url: str) -> bool:
     try:
         return requests.get(f"{url}/health", timeout=2).status_code in (200, 503)
@@ -92,7 +83,7 @@ def test_a_callback_cut_off_by_sigterm_is_delivered_after_the_restart_with_the_s
                                    timeout=30).json()["id"]
             assert hook.first.wait(60), (tmp_path / "server.log").read_text()
         finally:
-            _stop(first)  # during the first delivery, which the host holds
+            stop_process(first)  # during the first delivery, which the host holds
         store = open_store(db)
         job = store.get(job_id)
         store.close()
@@ -102,7 +93,7 @@ def test_a_callback_cut_off_by_sigterm_is_delivered_after_the_restart_with_the_s
             wait_until(lambda: len(hook.deliveries) == 2, timeout=30, interval=0.05)
             wait_until(lambda: _listening(url) and _callback_status(url, job_id) == "delivered", timeout=10)
         finally:
-            _stop(second)
+            stop_process(second)
     finally:
         log.close()
         hook.release.set()

@@ -21,7 +21,7 @@ import pytest
 import requests
 
 from support.paths import ROOT, AUDIO
-from support.serving import TEXT, free_port, live_server, wait_until
+from support.serving import TEXT, free_port, live_server, stop_process, wait_until
 from whisper_endpoint.jobs import JobSettings, open_store
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import MB, ServerSettings
@@ -230,11 +230,7 @@ def test_jobs_survive_a_killed_server_and_resume_after_their_last_block(tmp_path
         again = requests.post(f"{url}/jobs", data=long_audio, params={"return_timestamps": "none"}).json()["id"]
         assert finished(url, again)["result"] == resumed["result"]  # as if it had never been interrupted
     finally:
-        second.send_signal(signal.SIGTERM)
-        try:
-            second.wait(60)
-        except subprocess.TimeoutExpired:
-            second.kill()
+        stop_process(second, timeout=60)
         log.close()
     taken = [line for line in log_path.read_text().splitlines() if f"job {running}: block" in line
              and "taken from the store" in line]
