@@ -158,8 +158,8 @@ def test_detection_costs_no_second_encoder_pass(base_handler):
 
 
 def test_a_window_is_encoded_once_per_request():
-    # Detection keeps a window's encoder output; the decoding takes it (once, or once per language
-    # inside held()); another request starts empty.
+    # Detection keeps a window's encoder output; the decoding takes it once, or it is forgotten when its
+    # window is cut in pieces; another request starts empty.
     import numpy as np
 
     from whisper_endpoint.backends import encoder_cache
@@ -170,15 +170,50 @@ def test_a_window_is_encoded_once_per_request():
         calls.append(len(features))
         return np.ones((len(features), 3, 2), dtype=np.float32)
 
-    window = np.zeros((1, 4, 6), dtype=np.float32)
+    window, other = np.zeros((1, 4, 6), dtype=np.float32), np.ones((1, 4, 6), dtype=np.float32)
     with encoder_cache.active():
-        encoder_cache.encode(window, encoder, keep=True)
-        with encoder_cache.held():
-            encoder_cache.encode(window, encoder)
-            encoder_cache.encode(window, encoder)
-        assert calls == [1]
-        encoder_cache.encode(window, encoder)  # dropped at the end of held()
-        assert calls == [1, 1]
+        encoder_cache.encode(np.concatenate([window, other]), encoder, keep=True)
+        encoder_cache.encode(window, encoder)
+        assert calls == [2]
+        encoder_cache.encode(window, encoder)  # taken once: dropped
+        assert calls == [2, 1]
+        encoder_cache.forget(other[0])
+        encoder_cache.encode(other, encoder)
+        assert calls == [2, 1, 1]
     with encoder_cache.active():
         encoder_cache.encode(window, encoder)
-    assert calls == [1, 1, 1]
+    assert calls == [2, 1, 1, 1]
+
+
+def _plan(spans):
+    import numpy as np
+
+    from whisper_endpoint.backends import language_parts, windows
+
+    packed = windows.PackedSpeech(np.zeros(0, np.float32), [windows.Window(0.0, 30.0), windows.Window(30.0, 50.0)],
+                                  [])
+    return language_parts.LanguagePlan("nl", None, packed, spans)
+
+
+def _cut(spans, most=99):
+    from whisper_endpoint.backends import language_parts
+
+    plan, cut = language_parts.one_language_each(_plan(spans), 30.0, most)
+    return [(w.start, w.end, plan.language_of(w)) for w in plan.packed.windows], [(w.start, w.end) for w in cut]
+
+
+def test_a_window_in_several_languages_is_cut_where_the_language_changes():
+    spans = [(0.0, 8.0, "nl"), (8.0, 12.0, "nl"), (12.0, 20.0, "en"), (20.0, 30.0, "nl"),
+             (30.0, 40.0, "cs"), (40.0, 50.0, "cs")]
+    assert _cut(spans) == ([(0.0, 12.0, "nl"), (12.0, 20.0, "en"), (20.0, 30.0, "nl"), (30.0, 50.0, "cs")],
+                           [(0.0, 30.0)])
+
+
+def test_cut_windows_are_bounded_the_shortest_piece_joining_a_neighbour():
+    spans = [(0.0, 8.0, "nl"), (8.0, 9.0, "en"), (9.0, 20.0, "nl"), (20.0, 30.0, "en"), (30.0, 50.0, "cs")]
+    assert _cut(spans, most=4)[0] == [(0.0, 9.0, "nl"), (9.0, 20.0, "nl"), (20.0, 30.0, "en"), (30.0, 50.0, "cs")]
+    assert _cut(spans, most=2)[0] == [(0.0, 30.0, "nl"), (30.0, 50.0, "cs")]
+
+
+def test_one_language_is_not_cut():
+    assert _cut(None) == ([(0.0, 30.0, "nl"), (30.0, 50.0, "nl")], [])

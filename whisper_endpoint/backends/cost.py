@@ -13,7 +13,9 @@ again), and parameters must not multiply it:
   of audio, plus ``EXTRA_WINDOWS``. Windows packed from speech of at most ``MIN_WINDOW_S`` or longer
   fit in it by construction (at most 2 per ``MIN_WINDOW_S`` of speech, plus 1, plus language
   detection); the sequential decoder's seeks and the second pass over window remainders are stopped
-  when it is spent, and the response says what was left out.
+  when it is spent, and the response says what was left out;
+- speech in several languages has a window per turn's language (language_parts.py): the windows cut
+  that way may raise the request's count to ``TURN_WINDOWS_PER_30S`` per started 30 s of audio.
 
 Backends count their encoder calls here (``count``) and report the total in ``decoding``.
 """
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 MIN_WINDOW_S = 15  # distil-whisper's chunked recipe uses 15 s; shorter windows only multiply the work
 WINDOWS_PER_30S = 4
 EXTRA_WINDOWS = 2  # language detection, and the last window's seek
+TURN_WINDOWS_PER_30S = 8  # a conversation's turns, each in its language's window (a turn every 4 s)
 
 
 class BudgetSpent(Exception):
@@ -50,6 +53,11 @@ _current: ContextVar[WindowCounter | None] = ContextVar("encoder_windows", defau
 
 def window_budget(duration_s: float) -> int:
     return WINDOWS_PER_30S * max(1, math.ceil(duration_s / 30)) + EXTRA_WINDOWS
+
+
+def turn_windows(duration_s: float) -> int:
+    """The most windows speech in several languages may be cut into (``TURN_WINDOWS_PER_30S``)."""
+    return TURN_WINDOWS_PER_30S * max(1, math.ceil(duration_s / 30))
 
 
 class counting:

@@ -21,7 +21,7 @@ import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.backends import (cost, decoding_options, encoder_cache, failed_windows, language_parts, recovery,
-                                       speech, tokens, windows, word_edges)
+                                       span_languages, speech, tokens, windows, word_edges)
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -212,7 +212,8 @@ class CTranslate2Backend:
                     "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "windows_decoded_again": 0, "windows_not_recovered": 0,
                     "stopped": False}
-        plan = plan or self._plan(samples, window_s, options)
+        plan = self._one_language_each(plan or self._plan(samples, window_s, options), window_s,
+                                       len(samples) / SAMPLE_RATE, counter)
         packed = plan.packed
         if not packed.windows:
             context.report(0, 0, [])
@@ -245,42 +246,43 @@ class CTranslate2Backend:
             return language_parts.given(options.language or "en", packed)
         return language_parts.plan(self.model, packed, options.languages, self.voices)
 
+    def _one_language_each(self, plan, window_s: float, duration_s: float, counter):
+        """Speech in several languages: each window in one (language_parts.one_language_each); the windows
+        cut add to the request's bound, and their encoder outputs kept from detection are dropped."""
+        most = max(cost.turn_windows(duration_s), len(plan.packed.windows))
+        pure, cut = language_parts.one_language_each(plan, window_s, most)
+        counter.budget += len(pure.packed.windows) - len(plan.packed.windows)
+        for window in cut:
+            encoder_cache.forget(span_languages.window_features(self.model, plan.packed.audio, window.start,
+                                                                window.end))
+        return pure
+
     def _decode_group(self, pipeline, plan, group, batch_size, options, kwargs, decoding, counter):
         """One batch of windows: (faster-whisper segment in original time, its language) in time order, and
-        the number of remainders not decoded again (the budget was spent). A batch with speech in several
-        languages is decoded once per language on the same encoder output (encoder_cache.held), each
-        decode keeping the words over its own language's spans (language_parts.own_language)."""
-        languages = list(dict.fromkeys(code for window in group for code in plan.languages_in(window)))
+        the number of remainders not decoded again (the budget was spent). Windows in several languages
+        (each in one, see ``_one_language_each``) are decoded one language at a time."""
+        languages = list(dict.fromkeys(plan.language_of(window) for window in group))
         found, skipped = [], 0
-        with encoder_cache.held():
-            for language in languages:
-                mixed = len(languages) > 1  # the words say which spans each decode keeps
-                own = [window for window in group if language in plan.languages_in(window)]
-                part_kwargs = {**kwargs, "language": language, "word_timestamps": kwargs["word_timestamps"] or mixed}
-                decoded, skipped_now = self._decode_windows(pipeline, plan.packed, own, batch_size, options,
-                                                            part_kwargs, decoding, counter, check=not mixed)
-                skipped += skipped_now
-                if mixed:
-                    decoded = language_parts.own_language(decoded, plan.spans_of(language), kwargs["word_timestamps"])
-                found += [(segment, language) for segment in decoded]
-                if decoding["stopped"]:
-                    break
+        for language in languages:
+            own = [window for window in group if plan.language_of(window) == language]
+            decoded, skipped_now = self._decode_windows(pipeline, plan.packed, own, batch_size, options,
+                                                        {**kwargs, "language": language}, decoding, counter)
+            skipped += skipped_now
+            found += [(segment, language) for segment in decoded]
+            if decoding["stopped"]:
+                break
         found.sort(key=lambda pair: pair[0].start)
         restored = plan.packed.original_times([segment for segment, _ in found])
         return [(segment, language) for segment, (_, language) in zip(restored, found)], skipped
 
-    def _decode_windows(self, pipeline, packed, group, batch_size, options, kwargs, decoding, counter, *,
-                        check: bool = True):
-        """``group``'s windows in one language, with the second pass over their remainders (packed time);
-        with ``check``, each window judged and a failed one decoded again (``_checked``). A window decoded
-        in one of several languages is not judged: its other language's speech is not its to transcribe."""
+    def _decode_windows(self, pipeline, packed, group, batch_size, options, kwargs, decoding, counter):
+        """``group``'s windows in one language, each judged and a failed one decoded again (``_checked``),
+        with the second pass over their remainders (packed time)."""
         generator, _ = pipeline.transcribe(
             packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
         )
         found, decoding["stopped"] = _consume(generator)
-        redone = set()
-        if check:
-            found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
+        found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
         missed = windows.leftovers([w for w in group if w not in redone], found) \
             if options.recover_dropped_speech else []
         skipped = 0

@@ -5,9 +5,9 @@ batched pipeline and faster-whisper's ``transcribe`` then encode the same window
 model looks each window's features up here first (``encode``), so a window is encoded once per
 request: detection costs one decoder step per span, not a second encoder pass. Keyed by the window's
 features (a digest of the bytes), so only a window whose features are exactly the same is reused; an
-entry is dropped once used (each window is decoded once), which bounds the memory to the windows not
-yet decoded; inside ``held()`` (a window decoded once per language) it stays until the block ends. The
-cache is per request: a context variable (one per thread), never shared.
+entry is dropped once used (each window is decoded once), or when its window is cut in pieces
+(``forget``), which bounds the memory to the windows not yet decoded. The cache is per request: a
+context variable (one per thread), never shared.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import ctranslate2
 import numpy as np
 
 _active: ContextVar[dict | None] = ContextVar("encoder_cache", default=None)
-_held: ContextVar[set | None] = ContextVar("encoder_cache_held", default=None)
 
 
 @contextmanager
@@ -35,24 +34,11 @@ def active(enabled: bool = True) -> Iterator[None]:
         _active.reset(token)
 
 
-@contextmanager
-def held() -> Iterator[None]:
-    """The block in which the windows taken from the cache stay there (decoded again), dropped at its end."""
-    token = _held.set(set())
-    try:
-        yield
-    finally:
-        cache, used = _active.get(), _held.get()
-        for key in used if cache is not None else ():
-            cache.pop(key, None)
-        _held.reset(token)
-
-
-def clear() -> None:
-    """Forget what was kept (the windows were packed anew: none will be asked for again)."""
+def forget(features: np.ndarray) -> None:
+    """Forget one window's output (it was cut in pieces: it will not be asked for again)."""
     cache = _active.get()
     if cache is not None:
-        cache.clear()
+        cache.pop(_key(features), None)
 
 
 def encode(features: np.ndarray, encoder: Callable[[np.ndarray], object], *, keep: bool = False):
@@ -62,11 +48,8 @@ def encode(features: np.ndarray, encoder: Callable[[np.ndarray], object], *, kee
     if cache is None or features.ndim not in (2, 3):
         return encoder(features)
     batch = features if features.ndim == 3 else features[None]
-    keys = [hashlib.blake2b(np.ascontiguousarray(row).tobytes(), digest_size=16).digest() for row in batch]
-    held = _held.get()
-    if held is not None:
-        held.update(key for key in keys if key in cache)
-    found = {i: (cache[key] if held is not None else cache.pop(key)) for i, key in enumerate(keys) if key in cache}
+    keys = [_key(row) for row in batch]
+    found = {i: cache.pop(key) for i, key in enumerate(keys) if key in cache}
     if not found and not keep:
         return encoder(features)
     missing = [i for i in range(len(batch)) if i not in found]
@@ -77,3 +60,7 @@ def encode(features: np.ndarray, encoder: Callable[[np.ndarray], object], *, kee
     if keep:
         cache.update(zip(keys, rows))
     return ctranslate2.StorageView.from_array(np.ascontiguousarray(rows))
+
+
+def _key(features: np.ndarray) -> bytes:
+    return hashlib.blake2b(np.ascontiguousarray(features).tobytes(), digest_size=16).digest()

@@ -3,9 +3,8 @@
 The plan is made on the windows the decoding uses anyway (span_languages.py: no second encoder pass)
 with language_rule.py's rule. One language (the usual case): every window is decoded in it, as before.
 Several: a window whose spans are in one language is decoded in it; a window with spans in several is
-decoded once per language on the same encoder output (the decoder runs again, the encoder does not),
-each decode keeping the words over its own language's spans (``own_language``): every turn is decoded
-in its language with the whole window around it.
+cut where the language changes (``one_language_each``), so that each turn is decoded in its language
+with only its own language's speech around it, as it would be alone.
 """
 
 from __future__ import annotations
@@ -32,15 +31,54 @@ class LanguagePlan:
     def mixed(self) -> bool:
         return self.spans is not None
 
-    def languages_in(self, window: windows.Window) -> list[str]:
-        """The languages of the spans whose middle lies in ``window``, in order of appearance."""
-        if self.spans is None:
-            return [self.language]
-        found = [code for start, end, code in self.spans if window.start <= (start + end) / 2 < window.end]
-        return list(dict.fromkeys(found)) or [self.language]
+    def language_of(self, window: windows.Window) -> str:
+        """The language spoken longest in ``window`` (each window has one after ``one_language_each``)."""
+        seconds: dict[str, float] = {}
+        for start, end, code in self.spans or ():
+            if window.start <= (start + end) / 2 < window.end:
+                seconds[code] = seconds.get(code, 0.0) + end - start
+        return max(seconds, key=seconds.get) if seconds else self.language
 
-    def spans_of(self, language: str) -> list[tuple[float, float]]:
-        return [(start, end) for start, end, code in self.spans or () if code == language]
+
+def one_language_each(plan: LanguagePlan, window_s: float, most: int) -> tuple[LanguagePlan, list[windows.Window]]:
+    """``plan`` with each window that holds several languages cut where the language changes, at most
+    ``window_s`` a piece, and the windows that were cut. At most ``most`` windows in all (each costs an
+    encoder pass): while over, the shortest piece joins a neighbour of its window, and is decoded in the
+    language spoken longest there."""
+    if plan.spans is None:
+        return plan, []
+    pieces, cut = [], []
+    for window in plan.packed.windows:
+        inside = [(s, e, c) for s, e, c in plan.spans if window.start <= (s + e) / 2 < window.end]
+        runs = _runs(inside, window_s) if len({code for _, _, code in inside}) > 1 else [window]
+        if len(runs) > 1:
+            cut.append(window)
+        pieces.append(runs)
+    while sum(map(len, pieces)) > most and any(len(runs) > 1 for runs in pieces):
+        runs, i = min(((runs, i) for runs in pieces if len(runs) > 1 for i in range(len(runs))),
+                      key=lambda pair: pair[0][pair[1]].end - pair[0][pair[1]].start)
+        j = i - 1 if i == len(runs) - 1 or (i > 0 and _length(runs[i - 1]) < _length(runs[i + 1])) else i + 1
+        first, second = sorted((i, j))
+        runs[first: second + 1] = [windows.Window(runs[first].start, runs[second].end)]
+    cut_windows = [piece for runs in pieces for piece in runs]
+    return replace(plan, packed=replace(plan.packed, windows=cut_windows)), cut
+
+
+def _runs(spans: list[tuple[float, float, str]], window_s: float) -> list[windows.Window]:
+    """Consecutive spans of one language, each run at most ``window_s`` long."""
+    found = []
+    run_start, run_end, run_code = spans[0]
+    for start, end, code in spans[1:]:
+        if code != run_code or end - run_start > window_s:
+            found.append(windows.Window(run_start, run_end))
+            run_start, run_code = start, code
+        run_end = end
+    found.append(windows.Window(run_start, run_end))
+    return found
+
+
+def _length(window: windows.Window) -> float:
+    return window.end - window.start
 
 
 def given(language: str, packed: windows.PackedSpeech) -> LanguagePlan:
@@ -88,20 +126,3 @@ def _decided(model, packed, found, whole, voices: Voices | None) -> LanguagePlan
     spans = [(span.start, span.end, code) for span, code in zip(found, chosen)]
     seconds = {code: sum(e - s for s, e, c in spans if c == code) for code in set(chosen)}
     return LanguagePlan(max(seconds, key=seconds.get), share, packed, spans)
-
-
-def own_language(segments: list, spans: list[tuple[float, float]], with_words: bool) -> list:
-    """faster-whisper segments (packed time, with words) cut to their words over ``spans``: one segment per
-    span and decoded segment (a segment's words elsewhere were decoded in the wrong language)."""
-    kept = []
-    for segment in segments:
-        groups: dict[int, list] = {}
-        for word in segment.words or ():
-            middle = (word.start + word.end) / 2
-            index = next((i for i, (start, end) in enumerate(spans) if start <= middle < end), None)
-            if index is not None:
-                groups.setdefault(index, []).append(word)
-        for words in groups.values():
-            kept.append(replace(segment, start=words[0].start, end=words[-1].end,
-                                text="".join(word.word for word in words), words=words if with_words else None))
-    return kept
