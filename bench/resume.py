@@ -4,8 +4,11 @@
 Runs the job once uninterrupted on a server (T1, from submission to success), then again on a fresh
 store, kills that server ``--kill-at`` x T1 after submission, starts a second server and times it from its
 start to the job's success (T2: model loading, recovery and the blocks left). Reports T2 / T1, the blocks
-the second server took from the store, and whether both results are the same. The recording is
-bench/long_requests.py's (cached in ``--cache``). Writes results/resume.json.
+the second server took from the store, whether both results are the same, and where not, whether every
+chunk that differs was decoded by sampling (Whisper's temperature fallback: each CTranslate2 thread draws
+from a generator of its own, so a block decoded on the second server draws other samples than the same
+block decoded after the others). The recording is bench/long_requests.py's (cached in ``--cache``).
+Writes results/resume.json.
 """
 
 from __future__ import annotations
@@ -61,7 +64,7 @@ def main() -> None:
     cache.mkdir(parents=True, exist_ok=True)
     body = recording(args.minutes, cache).read_bytes()
     url = f"http://127.0.0.1:{args.port}"
-    params = {"diarize": "true"} if args.diarize else {}
+    params = {"return_confidence": "true", **({"diarize": "true"} if args.diarize else {})}
     with tempfile.TemporaryDirectory() as work:
         folder = Path(work)
         log_path = folder / "server.log"
@@ -99,6 +102,7 @@ def main() -> None:
         "blocks": resumed["result"]["decoding"].get("blocks") if resumed["status"] == "succeeded" else None,
         "attempts": resumed["attempts"], "same_result": resumed.get("result") == whole.get("result"),
         "differences": _differences(whole.get("result"), resumed.get("result")),
+        "chunks_differing": _differing_chunks(whole.get("result"), resumed.get("result")),
         "status": resumed["status"],
     }
     print(json.dumps(result), flush=True)
@@ -106,6 +110,16 @@ def main() -> None:
     results = json.loads(out.read_text()) if out.exists() else {}
     results[f"{'diarized' if args.diarize else 'plain'}/{args.minutes:g}"] = result
     write(out, results, "python -m bench.resume " + " ".join(sys.argv[1:]))
+
+
+def _differing_chunks(first: dict | None, second: dict | None) -> dict:
+    """The chunks in one result and not the other, and how many of them were sampled (temperature > 0)."""
+    def chunks(result):
+        return {json.dumps(chunk, sort_keys=True): chunk for chunk in (result or {}).get("chunks", ())}
+
+    one, other = chunks(first), chunks(second)
+    differing = [chunk for key, chunk in {**one, **other}.items() if (key in one) != (key in other)]
+    return {"count": len(differing), "sampled": sum((chunk.get("temperature") or 0) > 0 for chunk in differing)}
 
 
 def _differences(first, second, where: str = "result", found: list | None = None) -> list[str]:

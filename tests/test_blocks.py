@@ -146,3 +146,31 @@ def test_audio_spooled_at_the_edge_of_one_block_is_decoded_whole(tiny_handler):
     body = encode(np.zeros(15 * SAMPLE_RATE + 1, np.float32), SAMPLE_RATE, "flac", "flac")
     assert isinstance(decode_file(body, max_seconds=60, spool_over_s=15).samples, SpooledSamples)
     assert handler({"inputs": body})["text"] == ""
+
+
+_SAMPLED = """
+from support.audio import decode_reference, pcm16_wav
+from support.paths import AUDIO
+from whisper_endpoint.core.config import ModelSettings
+from whisper_endpoint.handler import EndpointHandler
+handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:tiny.en", cpu_threads=1))
+czech = decode_reference(AUDIO / "mixed" / "mixed_cs_en_fdto.flac")[: 16000 * 8]
+print(handler({"inputs": pcm16_wav(czech), "parameters": {"temperature": 1.0}})["text"])
+"""
+
+
+def test_two_fresh_processes_sample_alike():
+    # A job's blocks may come from several replicas: the temperature fallback's samples must not depend on
+    # which process drew them (CTranslate2 seeds each thread's generator at random unless told).
+    import os
+    import subprocess
+    import sys
+
+    from support.paths import ROOT
+
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)}
+    runs = [subprocess.Popen([sys.executable, "-c", _SAMPLED], cwd=ROOT, env=env, text=True, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE) for _ in range(2)]
+    said = [run.communicate(timeout=120) for run in runs]
+    assert all(run.returncode == 0 for run in runs), [err[-2000:] for _, err in said]
+    assert said[0][0].strip() and said[0][0] == said[1][0]

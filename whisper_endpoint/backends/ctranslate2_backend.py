@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 
+import ctranslate2
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
@@ -32,6 +33,7 @@ from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Transcript, Word
 
 logger = logging.getLogger(__name__)
 RETRY_TEMPERATURES = 3  # a failed window's decodes again go at most this far down the fallback schedule
+SAMPLING_SEED = 0  # CTranslate2's generator for the temperature fallback (see CTranslate2Backend.__init__)
 
 
 class _CountingModel(WindowByWindowAlignment, EncoderInPieces, WhisperModel):
@@ -75,6 +77,10 @@ class CTranslate2Backend:
 
     def __init__(self, model_path: str, *, model_name: str, device: str, compute_type: str, cpu_threads: int = 0,
                  max_batch_size: int = 8, num_workers: int = 1, voices: language_parts.Voices | None = None):
+        # The temperature fallback samples with each CTranslate2 worker thread's own generator, seeded
+        # when the thread first samples: a fixed seed makes a fresh server decode a file the same way
+        # twice (by default it is seeded at random). There is no seed per call.
+        ctranslate2.set_random_seed(SAMPLING_SEED)
         try:
             self.model = _CountingModel(
                 model_path,
