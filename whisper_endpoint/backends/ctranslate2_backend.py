@@ -22,7 +22,7 @@ import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.backends import (cost, decoding_options, encoder_cache, failed_windows, language_parts, recovery,
-                                       span_languages, speech, tokens, windows, word_edges)
+                                       speech, tokens, windows, word_edges)
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -218,8 +218,8 @@ class CTranslate2Backend:
                     "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "windows_decoded_again": 0, "windows_not_recovered": 0,
                     "stopped": False}
-        plan = self._one_language_each(plan or self._plan(samples, window_s, options), window_s,
-                                       len(samples) / SAMPLE_RATE, counter)
+        plan = language_parts.cut_for_decoding(self.model, plan or self._plan(samples, window_s, options), window_s,
+                                               len(samples) / SAMPLE_RATE, counter)
         packed = plan.packed
         if not packed.windows:
             context.report(0, 0, [])
@@ -252,21 +252,10 @@ class CTranslate2Backend:
             return language_parts.given(options.language or "en", packed)
         return language_parts.plan(self.model, packed, options.languages, self.voices)
 
-    def _one_language_each(self, plan, window_s: float, duration_s: float, counter):
-        """Speech in several languages: each window in one (language_parts.one_language_each); the windows
-        cut add to the request's bound, and their encoder outputs kept from detection are dropped."""
-        most = max(cost.turn_windows(duration_s), len(plan.packed.windows))
-        pure, cut = language_parts.one_language_each(plan, window_s, most)
-        counter.budget += len(pure.packed.windows) - len(plan.packed.windows)
-        for window in cut:
-            encoder_cache.forget(span_languages.window_features(self.model, plan.packed.audio, window.start,
-                                                                window.end))
-        return pure
-
     def _decode_group(self, pipeline, plan, group, batch_size, options, kwargs, decoding, counter):
         """One batch of windows: (faster-whisper segment in original time, its language) in time order, and
         the number of remainders not decoded again (the budget was spent). Windows in several languages
-        (each in one, see ``_one_language_each``) are decoded one language at a time."""
+        (each in one: language_parts.cut_for_decoding) are decoded one language at a time."""
         languages = list(dict.fromkeys(plan.language_of(window) for window in group))
         found, skipped = [], 0
         for language in languages:

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from whisper_endpoint.backends import language_rule, span_languages, voice_language_check, windows
+from whisper_endpoint.backends import (cost, encoder_cache, language_rule, span_languages, voice_language_check,
+                                       windows)
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 Voices = Callable[[np.ndarray, list[tuple[float, float]]], "list[int] | None"]  # pipeline/span_voices.py
@@ -62,6 +63,17 @@ def one_language_each(plan: LanguagePlan, window_s: float, most: int) -> tuple[L
         runs[first: second + 1] = [windows.Window(runs[first].start, runs[second].end)]
     cut_windows = [piece for runs in pieces for piece in runs]
     return replace(plan, packed=replace(plan.packed, windows=cut_windows)), cut
+
+
+def cut_for_decoding(model, plan: LanguagePlan, window_s: float, duration_s: float, counter) -> LanguagePlan:
+    """``one_language_each`` for the decoding: the windows cut add to the request's bound (cost.py), and
+    their encoder outputs kept from detection are dropped."""
+    most = max(cost.turn_windows(duration_s), len(plan.packed.windows))
+    pure, cut = one_language_each(plan, window_s, most)
+    counter.budget += len(pure.packed.windows) - len(plan.packed.windows)
+    for window in cut:
+        encoder_cache.forget(span_languages.window_features(model, plan.packed.audio, window.start, window.end))
+    return pure
 
 
 def _runs(spans: list[tuple[float, float, str]], window_s: float) -> list[windows.Window]:
