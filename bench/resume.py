@@ -113,13 +113,15 @@ def main() -> None:
 
 
 def _differing_chunks(first: dict | None, second: dict | None) -> dict:
-    """The chunks in one result and not the other, and how many of them were sampled (temperature > 0)."""
+    """The chunks in one result and not the other, how many of them were sampled (temperature > 0), and
+    where they start (which blocks they are in)."""
     def chunks(result):
         return {json.dumps(chunk, sort_keys=True): chunk for chunk in (result or {}).get("chunks", ())}
 
     one, other = chunks(first), chunks(second)
     differing = [chunk for key, chunk in {**one, **other}.items() if (key in one) != (key in other)]
-    return {"count": len(differing), "sampled": sum((chunk.get("temperature") or 0) > 0 for chunk in differing)}
+    return {"count": len(differing), "sampled": sum((chunk.get("temperature") or 0) > 0 for chunk in differing),
+            "starts_s": sorted({chunk["timestamp"][0] for chunk in differing})[:30]}
 
 
 def _differences(first, second, where: str = "result", found: list | None = None) -> list[str]:
