@@ -198,7 +198,7 @@ def _plan(spans):
 def _cut(spans, most=99):
     from whisper_endpoint.backends import language_parts
 
-    plan, cut = language_parts.one_language_each(_plan(spans), 30.0, most)
+    plan, cut = language_parts.one_language_each(_plan(spans), most)
     return [(w.start, w.end, plan.language_of(w)) for w in plan.packed.windows], [(w.start, w.end) for w in cut]
 
 

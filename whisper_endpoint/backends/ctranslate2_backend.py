@@ -218,7 +218,7 @@ class CTranslate2Backend:
                     "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "windows_decoded_again": 0, "windows_not_recovered": 0,
                     "stopped": False}
-        plan = language_parts.cut_for_decoding(self.model, plan or self._plan(samples, window_s, options), window_s,
+        plan = language_parts.cut_for_decoding(self.model, plan or self._plan(samples, window_s, options),
                                                len(samples) / SAMPLE_RATE, counter)
         packed = plan.packed
         if not packed.windows:

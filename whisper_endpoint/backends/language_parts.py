@@ -41,17 +41,17 @@ class LanguagePlan:
         return max(seconds, key=seconds.get) if seconds else self.language
 
 
-def one_language_each(plan: LanguagePlan, window_s: float, most: int) -> tuple[LanguagePlan, list[windows.Window]]:
-    """``plan`` with each window that holds several languages cut where the language changes, at most
-    ``window_s`` a piece, and the windows that were cut. At most ``most`` windows in all (each costs an
-    encoder pass): while over, the shortest piece joins a neighbour of its window, and is decoded in the
-    language spoken longest there."""
+def one_language_each(plan: LanguagePlan, most: int) -> tuple[LanguagePlan, list[windows.Window]]:
+    """``plan`` with each window that holds several languages cut where the language changes (each piece
+    within its window, so no longer than it), and the windows that were cut. At most ``most`` windows in
+    all (each costs an encoder pass): while over, the shortest piece joins a neighbour of its window, and
+    is decoded in the language spoken longest there."""
     if plan.spans is None:
         return plan, []
     pieces, cut = [], []
     for window in plan.packed.windows:
         inside = [(s, e, c) for s, e, c in plan.spans if window.start <= (s + e) / 2 < window.end]
-        runs = _runs(inside, window_s) if len({code for _, _, code in inside}) > 1 else [window]
+        runs = _runs(inside) if len({code for _, _, code in inside}) > 1 else [window]
         if len(runs) > 1:
             cut.append(window)
         pieces.append(runs)
@@ -65,23 +65,23 @@ def one_language_each(plan: LanguagePlan, window_s: float, most: int) -> tuple[L
     return replace(plan, packed=replace(plan.packed, windows=cut_windows)), cut
 
 
-def cut_for_decoding(model, plan: LanguagePlan, window_s: float, duration_s: float, counter) -> LanguagePlan:
+def cut_for_decoding(model, plan: LanguagePlan, duration_s: float, counter) -> LanguagePlan:
     """``one_language_each`` for the decoding: the windows cut add to the request's bound (cost.py), and
     their encoder outputs kept from detection are dropped."""
     most = max(cost.turn_windows(duration_s), len(plan.packed.windows))
-    pure, cut = one_language_each(plan, window_s, most)
+    pure, cut = one_language_each(plan, most)
     counter.budget += len(pure.packed.windows) - len(plan.packed.windows)
     for window in cut:
         encoder_cache.forget(span_languages.window_features(model, plan.packed.audio, window.start, window.end))
     return pure
 
 
-def _runs(spans: list[tuple[float, float, str]], window_s: float) -> list[windows.Window]:
-    """Consecutive spans of one language, each run at most ``window_s`` long."""
+def _runs(spans: list[tuple[float, float, str]]) -> list[windows.Window]:
+    """Consecutive spans of one language."""
     found = []
     run_start, run_end, run_code = spans[0]
     for start, end, code in spans[1:]:
-        if code != run_code or end - run_start > window_s:
+        if code != run_code:
             found.append(windows.Window(run_start, run_end))
             run_start, run_code = start, code
         run_end = end
