@@ -256,10 +256,10 @@ class CTranslate2Backend:
         """One batch of windows: (faster-whisper segment in original time, its language) in time order, and
         the number of remainders not decoded again (the budget was spent). Windows in several languages
         (each in one: language_parts.cut_for_decoding) are decoded one language at a time."""
-        languages = list(dict.fromkeys(plan.language_of(window) for window in group))
+        language_of = {window: plan.language_of(window) for window in group}
         found, skipped = [], 0
-        for language in languages:
-            own = [window for window in group if plan.language_of(window) == language]
+        for language in dict.fromkeys(language_of.values()):
+            own = [window for window in group if language_of[window] == language]
             decoded, skipped_now = self._decode_windows(pipeline, plan.packed, own, batch_size, options,
                                                         {**kwargs, "language": language}, decoding, counter)
             skipped += skipped_now
