@@ -15,7 +15,9 @@ again), and parameters must not multiply it:
   detection); the sequential decoder's seeks and the second pass over window remainders are stopped
   when it is spent, and the response says what was left out;
 - speech in several languages has a window per turn's language (language_parts.py): the windows cut
-  that way may raise the request's count to ``TURN_WINDOWS_PER_30S`` per started 30 s of audio.
+  that way may raise the request's count to ``TURN_WINDOWS_PER_30S`` per started 30 s of audio, and
+  each voice's language is detected on a window of its own speech, at most ``VOICE_WINDOWS_PER_30S``
+  per started 30 s of speech (voice_languages.py); both are added to the bound.
 
 Backends count their encoder calls here (``count``) and report the total in ``decoding``.
 """
@@ -30,6 +32,7 @@ MIN_WINDOW_S = 15  # distil-whisper's chunked recipe uses 15 s; shorter windows 
 WINDOWS_PER_30S = 4
 EXTRA_WINDOWS = 2  # language detection, and the last window's seek
 TURN_WINDOWS_PER_30S = 8  # a conversation's turns, each in its language's window (a turn every 4 s)
+VOICE_WINDOWS_PER_30S = 3  # speech in several languages: each voice's language detected on its own speech
 
 
 class BudgetSpent(Exception):
@@ -58,6 +61,11 @@ def window_budget(duration_s: float) -> int:
 def turn_windows(duration_s: float) -> int:
     """The most windows speech in several languages may be cut into (``TURN_WINDOWS_PER_30S``)."""
     return TURN_WINDOWS_PER_30S * max(1, math.ceil(duration_s / 30))
+
+
+def voice_windows(speech_s: float) -> int:
+    """The most voices whose speech is detected in a window of its own (``VOICE_WINDOWS_PER_30S``)."""
+    return VOICE_WINDOWS_PER_30S * max(1, math.ceil(speech_s / 30))
 
 
 class counting:

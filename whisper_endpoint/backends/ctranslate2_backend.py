@@ -218,7 +218,7 @@ class CTranslate2Backend:
                     "chunk_length_s": window_s, "segmentation": "vad",
                     "remainders_decoded_again": 0, "windows_decoded_again": 0, "windows_not_recovered": 0,
                     "stopped": False}
-        plan = language_parts.cut_for_decoding(self.model, plan or self._plan(samples, window_s, options),
+        plan = language_parts.cut_for_decoding(self.model, plan or self._plan(samples, window_s, options, counter),
                                                len(samples) / SAMPLE_RATE, counter)
         packed = plan.packed
         if not packed.windows:
@@ -245,12 +245,12 @@ class CTranslate2Backend:
             decoding["languages_decoded"] = sorted({code for _, _, code in plan.spans})
         return segments, plan.language, plan.probability, decoding
 
-    def _plan(self, samples, window_s, options: InferenceConfig) -> language_parts.LanguagePlan:
+    def _plan(self, samples, window_s, options: InferenceConfig, counter) -> language_parts.LanguagePlan:
         """The language asked for, or each span's (language_parts.py) over the windows of packed speech."""
         packed = windows.pack_speech(samples, window_s)
         if options.language is not None or not self.is_multilingual or not packed.windows:
             return language_parts.given(options.language or "en", packed)
-        return language_parts.plan(self.model, packed, options.languages, self.voices)
+        return language_parts.plan(self.model, packed, options.languages, self.voices, counter)
 
     def _decode_group(self, pipeline, plan, group, batch_size, options, kwargs, decoding, counter):
         """One batch of windows: (faster-whisper segment in original time, its language) in time order, and

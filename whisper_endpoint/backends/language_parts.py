@@ -14,8 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from whisper_endpoint.backends import (cost, encoder_cache, language_rule, span_languages, voice_language_check,
-                                       windows)
+from whisper_endpoint.backends import cost, encoder_cache, language_rule, span_languages, voice_languages, windows
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 Voices = Callable[[np.ndarray, list[tuple[float, float]]], "list[int] | None"]  # pipeline/span_voices.py
@@ -97,9 +96,11 @@ def given(language: str, packed: windows.PackedSpeech) -> LanguagePlan:
     return LanguagePlan(language, None, packed)
 
 
-def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices: Voices | None = None) -> LanguagePlan:
+def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices: Voices | None = None,
+         counter=None) -> LanguagePlan:
     """Detect each VAD span's language in ``packed``'s windows (their encoder output is kept for the decoding);
-    ``voices`` groups the spans by speaker when they may be in several languages (language_rule.py)."""
+    ``voices`` groups the spans by speaker when they may be in several languages, and each voice is
+    detected over its own speech (language_rule.py, voice_languages.py: added to ``counter``'s bound)."""
     spans = packed.spans()
     found, whole = [], []
     for window in packed.windows:
@@ -108,7 +109,7 @@ def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices:
         detected_window, detected = span_languages.detect(model, features, window.start, inside, allowed)
         found += detected
         whole.append(detected_window)
-    return _decided(model, packed, found, whole, voices)
+    return _decided(model, packed, found, whole, allowed, voices, counter)
 
 
 def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[str] | None) -> LanguagePlan:
@@ -124,15 +125,16 @@ def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[s
     moved = dict(zip(own, packed.spans()))  # clip time -> packed time
     found = [replace(span, start=moved[(span.start, span.end)][0], end=moved[(span.start, span.end)][1])
              for span in found]
-    return _decided(model, packed, found, [window], None)
+    return _decided(model, packed, found, [window], allowed, None, None)
 
 
-def _decided(model, packed, found, whole, voices: Voices | None) -> LanguagePlan:
+def _decided(model, packed, found, whole, allowed, voices: Voices | None, counter) -> LanguagePlan:
     main, share = language_rule.main_language(whole)
     times = [(span.start, span.end) for span in found]
     labels = voices(packed.audio, times) if voices is not None and language_rule.may_be_mixed(found, whole) else None
-    check = voice_language_check.checker(model, packed.audio, times)
-    chosen = language_rule.decide(found, whole, labels, check)
+    heard = voice_languages.detector(model, packed.audio, times, allowed, counter=counter,
+                                     most=cost.voice_windows(len(packed.audio) / SAMPLE_RATE))
+    chosen = language_rule.decide(found, whole, labels, heard)
     if len(set(chosen)) <= 1:
         return LanguagePlan(chosen[0] if chosen else main, share, packed)
     spans = [(span.start, span.end, code) for span, code in zip(found, chosen)]

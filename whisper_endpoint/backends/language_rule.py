@@ -13,13 +13,12 @@ language (Czech to Slovak or Polish; see docs/languages.md). The rule:
    its neighbours' language when the sure spans before and after it agree.
 
 With the spans' voices known (pipeline/span_voices.py: asked for only when ``may_be_mixed``), a voice
-is a better witness than a span: each voice's language is the geometric mean of its spans' detections
-(weighted by duration), a language is present when voices speaking it say ``MIN_SHARE`` of the speech
-and ``MIN_CONFIDENT_S``, and each span takes the present language most likely given its own detection
-times its voice's to the power ``VOICE_PRIOR`` (a voice keeps its language unless a span is much surer
-of another one). With one voice only, rules 1-3 decide. A voice hesitating between two languages (the
-second ``AMBIGUOUS`` as likely as the first) is decoded in both (voice_language_check.py), and the
-likelier one is its language.
+is a better witness than a span: each voice's languages are Whisper's detection over that voice's
+speech packed into one window (voice_languages.py; without it, the geometric mean of its spans'
+detections, weighted by duration), a language is present when voices speaking it say ``MIN_SHARE`` of
+the speech and ``MIN_CONFIDENT_S``, and each span takes the present language most likely given its own
+detection times its voice's to the power ``VOICE_PRIOR`` (a voice keeps its language unless a span is
+much surer of another one). With one voice only, rules 1-3 decide.
 """
 
 from __future__ import annotations
@@ -34,7 +33,6 @@ CONFIDENT, MIN_CONFIDENT_S, MIN_SHARE = 0.8, 2.0, 0.1
 SHORT_S, UNSURE = 1.0, 0.6
 VOICE_PRIOR = 3.0
 MIXED_EVIDENCE = 0.07
-AMBIGUOUS = 0.5  # a voice whose second language is this likely over its first is checked by decoding
 _FLOOR = 1e-4  # a language a span's detection rules out still counts a little in its voice's mean
 
 
@@ -73,13 +71,13 @@ def may_be_mixed(spans: list[SpanLanguage], windows: list[SpanLanguage]) -> bool
 
 
 def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[int] | None = None,
-           check=None) -> list[str]:
-    """One language per span (rules 1-3), with each span's voice label when known; ``check(indices,
-    [first, second])`` picks a hesitating voice's language (voice_language_check.py)."""
+           heard=None) -> list[str]:
+    """One language per span (rules 1-3), with each span's voice label when known; ``heard(indices)``
+    gives the languages of the voice that said those spans, or None (voice_languages.py)."""
     if not spans:
         return []
     if voices is not None and len(set(voices)) > 1:  # one voice pools nothing the window does not already say
-        return _by_voice(spans, voices, check)
+        return _by_voice(spans, voices, heard)
     languages = present(spans, windows)
     if len(languages) == 1:
         return languages * len(spans)
@@ -89,23 +87,23 @@ def decide(spans: list[SpanLanguage], windows: list[SpanLanguage], voices: list[
     return _follow_neighbours(chosen, sure)
 
 
-def _by_voice(spans: list[SpanLanguage], voices: list[int], check=None) -> list[str]:
-    codes = sorted({code for span in spans for code in span.probabilities})
-    p = np.array([[span.probabilities.get(code, 0.0) for code in codes] for span in spans]) + _FLOOR
-    p /= p.sum(axis=1, keepdims=True)
+def _by_voice(spans: list[SpanLanguage], voices: list[int], heard=None) -> list[str]:
     seconds = np.array([max(span.duration, 1e-3) for span in spans])
     labels = np.asarray(voices)
+    by_speech = sorted(set(voices), key=lambda voice: -seconds[labels == voice].sum())  # who is asked first
+    detected = {voice: heard(list(np.flatnonzero(labels == voice))) if heard else None for voice in by_speech}
+    codes = sorted({code for span in spans for code in span.probabilities}
+                   | {code for found in detected.values() if found for code in found})
+    p = np.array([[span.probabilities.get(code, 0.0) for code in codes] for span in spans]) + _FLOOR
+    p /= p.sum(axis=1, keepdims=True)
     prior = np.empty_like(p)
-    for voice in set(voices):
+    for voice, found in detected.items():
         mine = labels == voice
-        mean_log = (np.log(p[mine]) * seconds[mine, None]).sum(axis=0) / seconds[mine].sum()
-        pooled = np.exp(mean_log - mean_log.max())  # the voice's languages, the likeliest at 1
-        first, second = np.argsort(-pooled)[:2] if len(codes) > 1 else (0, 0)
-        if check is not None and first != second and pooled[second] >= AMBIGUOUS * pooled[first]:
-            chosen = codes.index(check(list(np.flatnonzero(mine)), [codes[first], codes[second]]))
-            pooled = np.full(len(codes), _FLOOR)
-            pooled[chosen] = 1.0
-        prior[mine] = pooled
+        if found:
+            pooled = np.array([found.get(code, 0.0) for code in codes]) + _FLOOR
+        else:
+            pooled = np.exp((np.log(p[mine]) * seconds[mine, None]).sum(axis=0) / seconds[mine].sum())
+        prior[mine] = pooled / pooled.max()  # the voice's languages, the likeliest at 1
     spoken = defaultdict(float)
     for index, seconds_of in zip(prior.argmax(axis=1), seconds):
         spoken[index] += seconds_of

@@ -61,7 +61,7 @@ def detect(model, features: np.ndarray, window_start: float, spans: list[tuple[f
     output = model.encode_kept(features)
     whole = model.model.detect_language(output)[0]
     window = SpanLanguage(spans[0][0] if spans else window_start, spans[-1][1] if spans else window_start,
-                          _restricted(whole, allowed))
+                          restricted(whole, allowed))
     if len(spans) < 2:  # one span: the window's detection is its own, and a surer one
         return window, [SpanLanguage(start, end, window.probabilities) for start, end in spans]
     encoded = _as_array(output, model)[0]  # shape: (1500, d_model)
@@ -76,11 +76,11 @@ def detect(model, features: np.ndarray, window_start: float, spans: list[tuple[f
         if model.model.device != "cpu":
             frames = frames.to_device(ctranslate2.Device.cuda)
         scores = model.model.detect_language(frames)[0]
-        found.append(SpanLanguage(start, end, _restricted(scores, allowed)))
+        found.append(SpanLanguage(start, end, restricted(scores, allowed)))
     return window, found
 
 
-def _restricted(scores: list[tuple[str, float]], allowed: list[str] | None) -> dict[str, float]:
+def restricted(scores: list[tuple[str, float]], allowed: list[str] | None) -> dict[str, float]:
     probabilities = {token[2:-2]: float(p) for token, p in scores}
     if allowed:
         probabilities = {code: probabilities.get(code, 0.0) for code in allowed}
