@@ -5,7 +5,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers, shifted
+from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers, shifted, within
 
 
 @dataclass
@@ -55,3 +55,14 @@ def test_a_remainder_decoded_alone_is_moved_to_its_window():
     segment = shifted(Seg(0.5, 1.5, [Word(0.5, 0.9), Word(1.0, 1.5)]), 27.48)
     assert (segment.start, segment.end) == (27.98, 28.98)
     assert [(w.start, w.end) for w in segment.words] == [(27.98, 28.38), (28.48, 28.98)]
+
+
+def test_a_segment_ends_by_the_end_of_the_window_it_was_decoded_in():
+    # A 5 s turn's segment said to end 2 s into the next window (the decoder saw padding there): it ends
+    # where its window does, and so do its words; a segment within its window, and one of no window, stay.
+    windows = [Window(0, 4.99), Window(4.99, 7.0)]
+    over = Seg(0.0, 7.0, [Word(0.0, 3.0), Word(3.0, 5.5), Word(6.0, 7.0)])
+    inside, stray = Seg(5.0, 6.5), Seg(8.0, 9.0)
+    within([over, inside, stray], windows)
+    assert (over.end, [(w.start, w.end) for w in over.words]) == (4.99, [(0.0, 3.0), (3.0, 4.99), (4.99, 4.99)])
+    assert (inside.start, inside.end, stray.end) == (5.0, 6.5, 9.0)

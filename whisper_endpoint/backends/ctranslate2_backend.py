@@ -272,7 +272,7 @@ class CTranslate2Backend:
 
     def _decode_windows(self, pipeline, packed, group, batch_size, options, kwargs, decoding, counter):
         """``group``'s windows in one language, each judged and a failed one decoded again (``_checked``),
-        with the second pass over their remainders (packed time)."""
+        with the second pass over their remainders (packed time), each segment within its window."""
         generator, _ = pipeline.transcribe(
             packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
         )
@@ -287,7 +287,7 @@ class CTranslate2Backend:
                 continue
             found += self._decode_alone(packed.audio, window, kwargs)
             decoding["remainders_decoded_again"] += 1
-        return found, skipped
+        return windows.within(found, group), skipped
 
     def _checked(self, packed: windows.PackedSpeech, group: list[windows.Window], found: list, kwargs: dict,
                  decoding: dict, counter) -> tuple[list, set]:

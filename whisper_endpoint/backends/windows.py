@@ -86,6 +86,20 @@ def leftovers(windows: list[Window], segments: list) -> list[Window]:
     return found
 
 
+def within(segments: list, windows: list[Window]) -> list:
+    """Each decoded segment (and its words) ending by the end of the window it starts in. Past a window's
+    end the decoder saw only padding, so a time it gives there is made up: a 5 s turn's segment ended 2 s
+    into the next speaker's turn, which is then said to be in the first one's language."""
+    for segment in segments:
+        window = next((w for w in windows if w.start <= segment.start < w.end), None)
+        if window is None or segment.end <= window.end:
+            continue
+        segment.end = window.end
+        for word in segment.words or ():
+            word.start, word.end = min(word.start, window.end), min(word.end, window.end)
+    return segments
+
+
 def shifted(segment, offset: float):
     """A decoded segment (and its words) moved ``offset`` seconds later."""
     segment.start, segment.end = segment.start + offset, segment.end + offset
