@@ -133,6 +133,21 @@ def test_voices_tell_two_speakers_apart():
     assert len(set(labels)) == 2
 
 
+def test_a_group_of_too_little_speech_joins_the_nearest_voice():
+    # Two voices of 6 s each and a 1.4 s line whose embedding sits apart from both (a short line is a
+    # weak witness of a voice): it joins the voice it is nearer to, not a voice of its own.
+    import numpy as np
+
+    from whisper_endpoint.pipeline.span_voices import labels
+
+    a, b = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    short = np.array([0.1, 0.5, 1.0])  # cosine distance over 0.5 from both voices (0.91, 0.55), nearer to b
+    found = labels(np.stack([a, b, a, short, b]), [3.0, 3.0, 3.0, 1.4, 3.0])
+    assert found[3] == found[1] == found[4] and found[0] == found[2] != found[1]
+    alone = labels(np.stack([a, short]), [1.0, 1.4])  # no voice has enough speech: the groups stay
+    assert alone[0] != alone[1]
+
+
 def test_a_span_at_the_very_end_of_the_audio_still_gets_a_voice():
     import numpy as np
 

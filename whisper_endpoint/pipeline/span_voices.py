@@ -26,6 +26,7 @@ from whisper_endpoint.diarization.threads import torch_threads
 logger = logging.getLogger(__name__)
 
 VOICE_DISTANCE = 0.5  # cosine distance between the voices' average embeddings that still joins them
+MIN_VOICE_S = 2.0  # less speech than this is not a voice of its own: it joins the nearest one
 MIN_SAMPLES = SAMPLE_RATE // 10  # a shorter span is taken with what follows it, or padded (CAM++ needs frames)
 
 
@@ -47,7 +48,7 @@ class SpanVoices:
             return [0] * len(spans)
         with torch.inference_mode(), torch_threads(self.threads):
             embeddings = np.stack([_embedding(network, audio, start, end) for start, end in spans])
-        return labels(embeddings)
+        return labels(embeddings, [end - start for start, end in spans])
 
     def _loaded(self):
         with self._lock:
@@ -60,12 +61,27 @@ class SpanVoices:
             return self._network
 
 
-def labels(embeddings: np.ndarray) -> list[int]:
-    """One label per embedding: the same for one voice."""
+def labels(embeddings: np.ndarray, seconds: list[float]) -> list[int]:
+    """One label per embedding (of a span lasting ``seconds``): the same for one voice. A group with less
+    than ``MIN_VOICE_S`` of speech joins the group nearest to it (its mean embedding's cosine), as
+    pyannote's clustering gives clusters under its minimum size to the nearest large one: a CAM++
+    embedding of one short line is a weak witness of a voice."""
     if len(embeddings) < 2:
         return [0] * len(embeddings)
-    tree = linkage(embeddings, "average", metric="cosine")
-    return [int(label) for label in fcluster(tree, VOICE_DISTANCE, "distance")]
+    found = fcluster(linkage(embeddings, "average", metric="cosine"), VOICE_DISTANCE, "distance")
+    seconds = np.asarray(seconds)
+    groups = {int(label): found == label for label in np.unique(found)}
+    large = [label for label, mine in groups.items() if seconds[mine].sum() >= MIN_VOICE_S]
+    if not large:
+        return [int(label) for label in found]
+    means = {label: _unit(embeddings[mine].mean(axis=0)) for label, mine in groups.items()}
+    joined = {label: label if label in large else max(large, key=lambda big: float(means[label] @ means[big]))
+              for label in groups}
+    return [joined[int(label)] for label in found]
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    return vector / (np.linalg.norm(vector) or 1.0)
 
 
 def _embedding(network, audio: np.ndarray, start: float, end: float) -> np.ndarray:
