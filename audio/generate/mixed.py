@@ -20,7 +20,7 @@ so that the speaker's RMS over all of its turns is -18 dBFS (the Dutch and Czech
 voices differ by up to 13 dB); ``build.assemble`` then joins them with ``uniform(0.25, 0.9)`` s gaps
 (seeded) and levels the mix (two TPDF-dithered 16-bit stages, peak -3 dBFS), and ``build.write_dialogue``
 writes ``NAME.flac``, ``NAME.rttm`` and ``NAME.json`` (per turn: speaker, language, start, end, text).
-``manifest.json`` lists the files, their level, speakers, languages and set (``tune`` or ``check``).
+``manifest.json`` lists the files, their level, speakers, languages and set (``tune``, ``check`` or ``fresh``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ ACTORS = ("nl", "cs")
 class Conversation:
     name: str
     level: str
-    set: str  # "tune" or "check" (held out from tuning)
+    set: str  # "tune", "check" (held out from tuning) or "fresh" (built after the rule was set)
     seed: int
     big: str  # role of the big fish's lines: "nl", "cs" or "en:VOICE"
     small: tuple[str, ...]  # role(s) of the small fish's lines (two: alternate by runs)
@@ -71,6 +71,15 @@ CONVERSATIONS = [
     Conversation("mixed_cs_nl_en_ufo", "ufo", "tune", 28, "cs", ("nl", "en:slt")),
     Conversation("mixed_cs_en_emulator", "emulator", "check", 29, "cs", ("en:slt",)),
     Conversation("mixed_en_nl_cs_propulsion", "propulsion", "check", 30, "en:rms", ("nl", "cs")),
+    # Built after the voices' rule was set (issue 58), to check it once more on conversations it never saw.
+    Conversation("mixed_nl_cs_en_pyramid", "pyramid", "fresh", 61, "nl", ("cs", "en:awb")),
+    Conversation("mixed_cs_nl_en_reactor", "reactor", "fresh", 62, "cs", ("nl", "en:slt")),
+    Conversation("mixed_en_cs_nl_viking1", "viking1", "fresh", 63, "en:rms", ("cs", "nl")),
+    Conversation("mixed_cs_en_pearls", "pearls", "fresh", 64, "cs", ("en:slt",)),
+    Conversation("mixed_en_nl_reef", "reef", "fresh", 65, "en:kal16", ("nl",)),
+    Conversation("mixed_nl_cs_rush", "rush", "fresh", 66, "nl", ("cs",)),
+    Conversation("mixed_cs_nl_windoze", "windoze", "fresh", 67, "cs", ("nl",)),
+    Conversation("mixed_nl_en_cs_turtle", "turtle", "fresh", 68, "nl", ("en:slt", "cs")),
 ]
 
 
