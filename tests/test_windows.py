@@ -59,10 +59,11 @@ def test_a_remainder_decoded_alone_is_moved_to_its_window():
 
 def test_a_segment_ends_by_the_end_of_the_window_it_was_decoded_in():
     # A 5 s turn's segment said to end 2 s into the next window (the decoder saw padding there): it ends
-    # where its window does, and so do its words; a segment within its window, and one of no window, stay.
-    windows = [Window(0, 4.99), Window(4.99, 7.0)]
+    # where its window does, and so do its words. A segment of the next window starting a few ms early,
+    # one within its window and one of no window stay as they are.
+    windows = [Window(0, 4.99), Window(4.99, 9.0)]
     over = Seg(0.0, 7.0, [Word(0.0, 3.0), Word(3.0, 5.5), Word(6.0, 7.0)])
-    inside, stray = Seg(5.0, 6.5), Seg(8.0, 9.0)
-    within([over, inside, stray], windows)
+    early, inside, stray = Seg(4.985, 6.0), Seg(6.0, 8.5), Seg(9.5, 10.0)
+    within([over, early, inside, stray], windows)
     assert (over.end, [(w.start, w.end) for w in over.words]) == (4.99, [(0.0, 3.0), (3.0, 4.99), (4.99, 4.99)])
-    assert (inside.start, inside.end, stray.end) == (5.0, 6.5, 9.0)
+    assert [(s.start, s.end) for s in (early, inside, stray)] == [(4.985, 6.0), (6.0, 8.5), (9.5, 10.0)]

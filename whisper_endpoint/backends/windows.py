@@ -87,11 +87,12 @@ def leftovers(windows: list[Window], segments: list) -> list[Window]:
 
 
 def within(segments: list, windows: list[Window]) -> list:
-    """Each decoded segment (and its words) ending by the end of the window it starts in. Past a window's
-    end the decoder saw only padding, so a time it gives there is made up: a 5 s turn's segment ended 2 s
-    into the next speaker's turn, which is then said to be in the first one's language."""
+    """Each decoded segment (and its words) ending by the end of its window (the one holding its midpoint:
+    a segment of the next window may start a few ms early). Past a window's end the decoder saw only
+    padding, so a time it gives there is made up: a 5 s turn's segment ended 2 s into the next speaker's
+    turn, which is then said to be in the first one's language."""
     for segment in segments:
-        window = next((w for w in windows if w.start <= segment.start < w.end), None)
+        window = next((w for w in windows if w.start <= (segment.start + segment.end) / 2 < w.end), None)
         if window is None or segment.end <= window.end:
             continue
         segment.end = window.end
