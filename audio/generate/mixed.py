@@ -78,7 +78,6 @@ CONVERSATIONS = [
     Conversation("mixed_cs_en_pearls", "pearls", "fresh", 64, "cs", ("en:slt",)),
     Conversation("mixed_en_nl_reef", "reef", "fresh", 65, "en:kal16", ("nl",)),
     Conversation("mixed_nl_cs_rush", "rush", "fresh", 66, "nl", ("cs",)),
-    Conversation("mixed_cs_nl_windoze", "windoze", "fresh", 67, "cs", ("nl",)),
     Conversation("mixed_nl_en_cs_turtle", "turtle", "fresh", 68, "nl", ("en:slt", "cs")),
 ]
 
