@@ -295,7 +295,7 @@ class CTranslate2Backend:
         batch's segments with those windows' replaced, and the windows decoded again."""
         redone = set()
         for window in group:
-            mine = [s for s in found if window.start <= (s.start + s.end) / 2 < window.end]
+            mine = [s for s in found if window.holds(s.start, s.end)]
             reason = failed_windows.failure(recovery.judged(mine, window.end - window.start))
             if reason is None or counter.spent:
                 continue

@@ -35,7 +35,7 @@ class LanguagePlan:
         """The language spoken longest in ``window`` (each window has one after ``one_language_each``)."""
         seconds: dict[str, float] = {}
         for start, end, code in self.spans or ():
-            if window.start <= (start + end) / 2 < window.end:
+            if window.holds(start, end):
                 seconds[code] = seconds.get(code, 0.0) + end - start
         return max(seconds, key=seconds.get) if seconds else self.language
 
@@ -49,7 +49,7 @@ def one_language_each(plan: LanguagePlan, most: int) -> tuple[LanguagePlan, list
         return plan, []
     pieces, cut = [], []
     for window in plan.packed.windows:
-        inside = [(s, e, c) for s, e, c in plan.spans if window.start <= (s + e) / 2 < window.end]
+        inside = [(s, e, c) for s, e, c in plan.spans if window.holds(s, e)]
         runs = _runs(inside) if len({code for _, _, code in inside}) > 1 else [window]
         if len(runs) > 1:
             cut.append(window)
@@ -104,7 +104,7 @@ def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices:
     spans = packed.spans()
     found, whole = [], []
     for window in packed.windows:
-        inside = [span for span in spans if window.start <= (span[0] + span[1]) / 2 < window.end]
+        inside = [span for span in spans if window.holds(*span)]
         features = span_languages.window_features(model, packed.audio, window.start, window.end)
         detected_window, detected = span_languages.detect(model, features, window.start, inside, allowed)
         found += detected

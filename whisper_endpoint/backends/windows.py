@@ -33,6 +33,11 @@ class Window:
     def clip(self) -> dict:
         return {"start": self.start, "end": self.end}
 
+    def holds(self, start: float, end: float) -> bool:
+        """Whether the stretch from ``start`` to ``end`` belongs to this window: by its midpoint, as a
+        segment of the next window may start a few ms early (word timestamps do)."""
+        return self.start <= (start + end) / 2 < self.end
+
 
 @dataclass(frozen=True)
 class PackedSpeech:
@@ -78,8 +83,7 @@ def leftovers(windows: list[Window], segments: list) -> list[Window]:
     """The part of each window after its last decoded segment, when it is long enough to be speech."""
     found = []
     for window in windows:
-        # By midpoint: a segment of the next window may start a few ms early (word timestamps do).
-        inside = [s.end for s in segments if window.start <= (s.start + s.end) / 2 < window.end]
+        inside = [s.end for s in segments if window.holds(s.start, s.end)]
         rest = Window(max(inside, default=window.start), window.end)
         if rest.end - rest.start >= MIN_LEFTOVER_S:
             found.append(rest)
@@ -87,12 +91,11 @@ def leftovers(windows: list[Window], segments: list) -> list[Window]:
 
 
 def within(segments: list, windows: list[Window]) -> list:
-    """Each decoded segment (and its words) ending by the end of its window (the one holding its midpoint:
-    a segment of the next window may start a few ms early). Past a window's end the decoder saw only
-    padding, so a time it gives there is made up: a 5 s turn's segment ended 2 s into the next speaker's
-    turn, which is then said to be in the first one's language."""
+    """Each decoded segment (and its words) ending by the end of the window that ``holds`` it. Past a
+    window's end the decoder saw only padding, so a time it gives there is made up: a 5 s turn's segment
+    ended 2 s into the next speaker's turn, which is then said to be in the first one's language."""
     for segment in segments:
-        window = next((w for w in windows if w.start <= (segment.start + segment.end) / 2 < w.end), None)
+        window = next((w for w in windows if w.holds(segment.start, segment.end)), None)
         if window is None or segment.end <= window.end:
             continue
         segment.end = window.end
