@@ -15,16 +15,26 @@ there. This runs after faster-whisper has placed the words, so what it derives f
 was: the segments' ends (windows.py's second pass), the last word's end (the sequential decoder's next
 seek) and the time since the last speech (its heuristics). On GPU the DTW times stay: the numpy decoder
 would cost more than the GPU's whole decode.
+
+An alignment can find nothing: a window with text but almost no frames gives the DTW an empty path, and
+faster-whisper's ``find_alignment`` then raises (issue 69: a two-hour request lost to one 2.3 s piece).
+Such a window's words are spread over their segment's span instead (word_spread.py).
 """
 
 from __future__ import annotations
+
+import logging
+import threading
 
 import ctranslate2
 import numpy as np
 from faster_whisper.transcribe import merge_punctuations
 
-from whisper_endpoint.backends import word_onsets
+from whisper_endpoint.backends import cost, word_onsets, word_spread
 from whisper_endpoint.backends.head_attention import HeadAttention
+
+logger = logging.getLogger(__name__)
+MEL_FRAMES_PER_S = 100  # faster-whisper's ``num_frames`` count log-mel frames
 
 
 class WindowByWindowAlignment:
@@ -36,24 +46,49 @@ class WindowByWindowAlignment:
         self.onsets = HeadAttention.onset_head_of(model_size_or_path)  # None: DTW times only
 
     def find_alignment(self, tokenizer, text_tokens, encoder_output, num_frames, median_filter_width: int = 7):
-        if isinstance(num_frames, int) or len(text_tokens) <= 1 or encoder_output.device != "cpu":
-            return super().find_alignment(tokenizer, text_tokens, encoder_output, num_frames, median_filter_width)
+        frames = [num_frames] * len(text_tokens) if isinstance(num_frames, int) else list(num_frames)
+        if len(text_tokens) <= 1 or encoder_output.device != "cpu":
+            return self._aligned(tokenizer, text_tokens, encoder_output, frames, median_filter_width)
         encoded = np.asarray(encoder_output)  # a view: shape (windows, frames, d_model)
         alignments = []
-        for index, (tokens, frames) in enumerate(zip(text_tokens, num_frames, strict=True)):
+        for index, (tokens, count) in enumerate(zip(text_tokens, frames, strict=True)):
             window = ctranslate2.StorageView.from_array(encoded[index: index + 1])
-            alignments += super().find_alignment(tokenizer, [tokens], window, [frames], median_filter_width)
+            alignments += self._aligned(tokenizer, [tokens], window, [count], median_filter_width, first=index)
+        return alignments
+
+    def _aligned(self, tokenizer, text_tokens, encoder_output, frames, median_filter_width, first: int = 0):
+        """faster-whisper's alignment of these windows; a window it cannot align gets its words spread
+        (``_spread``), and its index (``first`` + its place here) is noted for ``add_word_timestamps``."""
+        try:
+            found = super().find_alignment(tokenizer, text_tokens, encoder_output, frames, median_filter_width)
+        except Exception:  # the DTW's path came back empty or short: nothing to index the words with
+            logger.warning("word alignment found no path over %d window(s); words spread over their segments",
+                           len(text_tokens), exc_info=logger.isEnabledFor(logging.DEBUG))
+            found = [None] * len(text_tokens)
+        alignments = []
+        for index, (alignment, tokens, count) in enumerate(zip(found, text_tokens, frames, strict=True)):
+            if alignment is None or not _sound(alignment, count):
+                alignment = _spread(tokenizer, tokens, count)
+                _spread_here().add(first + index)
+            alignments.append(alignment)
         return alignments
 
     def add_word_timestamps(self, segments, tokenizer, encoder_output, num_frames, prepend_punctuations,
                             append_punctuations, last_speech_timestamp):
+        spans = [[(subsegment["start"], subsegment["end"]) for subsegment in window] for window in segments]
+        spread = _spread_here()
+        spread.clear()
         last = super().add_word_timestamps(segments, tokenizer, encoder_output, num_frames, prepend_punctuations,
                                            append_punctuations, last_speech_timestamp)
+        for index in sorted(spread):
+            cost.count_words_spread(_respread(segments[index], spans[index]))
         if self.onsets is None or encoder_output.device != "cpu":
             return last
         encoded = np.asarray(encoder_output)
         frames = [num_frames] * len(segments) if isinstance(num_frames, int) else num_frames
         for index, (window, count) in enumerate(zip(segments, frames)):
+            if index in spread:  # no DTW times to look for the onsets around
+                continue
             words = [word for subsegment in window for word in subsegment.get("words", ())]
             tokens = [token for subsegment in window for token in subsegment["tokens"] if token < tokenizer.eot]
             rows = _first_rows(tokenizer, tokens, prepend_punctuations, append_punctuations)
@@ -84,3 +119,48 @@ def _first_rows(tokenizer, tokens, prepend_punctuations, append_punctuations) ->
     alignment = [{"word": word, "tokens": t, "row": int(row)} for word, t, row in zip(split[:-1], split_tokens[:-1], rows)]
     merge_punctuations(alignment, prepend_punctuations, append_punctuations)
     return [entry["row"] for entry in alignment if entry["word"]]
+
+
+_local = threading.local()  # a model serves several requests at once: each thread's own windows
+
+
+def _spread_here() -> set[int]:
+    """The windows of the ``add_word_timestamps`` call running on this thread whose words were spread."""
+    spread = getattr(_local, "spread", None)
+    if spread is None:
+        spread = _local.spread = set()
+    return spread
+
+
+def _sound(alignment: list[dict], frames: int) -> bool:
+    """Whether faster-whisper's words for a window have times it could have found: finite, in order, and
+    within the window's audio (a short path can give words past it)."""
+    end = frames / MEL_FRAMES_PER_S + word_onsets.FRAME_S
+    times = [(word["start"], word["end"]) for word in alignment]
+    return all(np.isfinite(start) and np.isfinite(stop) and 0 <= start <= stop <= end for start, stop in times)
+
+
+def _spread(tokenizer, tokens: list[int], frames: int) -> list[dict]:
+    """A window's words as faster-whisper's alignment gives them, timed over the window's audio in
+    proportion to their length (``_respread`` moves them onto their segment). The decoder's probabilities
+    come with the alignment, so a spread word's is unknown."""
+    words, word_tokens = tokenizer.split_to_word_tokens(tokens + [tokenizer.eot])
+    words, word_tokens = words[:-1], word_tokens[:-1]  # the end of text
+    lengths = [word_spread.weight(word) for word in words]
+    edges = word_spread.edges(lengths, 0.0, max(frames, 0) / MEL_FRAMES_PER_S)
+    return [dict(word=word, tokens=t, start=start, end=end, probability=None)
+            for word, t, (start, end) in zip(words, word_tokens, edges)]
+
+
+def _respread(window: list[dict], spans: list[tuple[float, float]]) -> int:
+    """Each subsegment's words (in place) spread over the segment's own span, which the decoder's timestamp
+    tokens gave; the number of words so timed."""
+    count = 0
+    for subsegment, (start, end) in zip(window, spans):
+        words = subsegment.get("words") or []
+        edges = word_spread.edges([word_spread.weight(word["word"]) for word in words], start, end)
+        for word, (word_start, word_end) in zip(words, edges):
+            word["start"], word["end"] = round(word_start, 2), round(word_end, 2)
+        subsegment["start"], subsegment["end"] = start, max(start, end)
+        count += len(words)
+    return count

@@ -45,6 +45,8 @@ class WindowCounter:
     strict: bool = True  # False: count past the budget (the caller stops decoding itself)
     used: int = 0
     notes: list[str] = field(default_factory=list)
+    words_spread: int = 0  # words the alignment found no times for (alignment.py)
+    request_id: str = ""  # for the log lines about this request's windows (window_fallback.py)
 
     @property
     def spent(self) -> bool:
@@ -72,11 +74,11 @@ class counting:
     """``with counting(duration) as counter:`` counts the encoder windows run inside the block
     (this thread or task only: concurrent requests each have their own counter)."""
 
-    def __init__(self, duration_s: float, *, strict: bool = True):
+    def __init__(self, duration_s: float, *, strict: bool = True, request_id: str = ""):
         budget = window_budget(duration_s)
         if not strict:  # decoding stops at the budget, and the windows left, at most one per 30 s, are
             budget -= max(1, math.ceil(duration_s / 30))  # still encoded (transformers' long-form generate)
-        self.counter = WindowCounter(budget, strict)
+        self.counter = WindowCounter(budget, strict, request_id=request_id)
 
     def __enter__(self) -> WindowCounter:
         self._token = _current.set(self.counter)
@@ -94,6 +96,21 @@ def count(windows: int) -> None:
     if counter.strict and counter.used + windows > counter.budget:
         raise BudgetSpent(f"{counter.budget} encoder windows")
     counter.used += windows
+
+
+def count_words_spread(words: int) -> None:
+    """Called by the word alignment for the words it timed from their segment's span."""
+    counter = _current.get()
+    if counter is not None:
+        counter.words_spread += words
+
+
+def spread_note(counter: WindowCounter) -> list[str]:
+    """The response's warning for the words timed from their segment's span, if any."""
+    if not counter.words_spread:
+        return []
+    return [f"{counter.words_spread} word(s) were timed from their segment's span: the word alignment found no "
+            "path for them"]
 
 
 def window_length(options, duration_s: float, warnings: list[str]) -> int:

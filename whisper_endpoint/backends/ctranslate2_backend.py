@@ -22,7 +22,8 @@ import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
 from whisper_endpoint.backends import (cost, decoding_options, encoder_cache, failed_windows, language_parts, recovery,
-                                       speech, tokens, windows, word_edges)
+                                       speech, tokens, window_fallback, windows, word_edges,
+                                       word_spread)
 from whisper_endpoint.backends.alignment import WindowByWindowAlignment
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.encoding import EncoderInPieces
@@ -118,7 +119,8 @@ class CTranslate2Backend:
             **self._prompts(options, warnings),
             **decoding_options.faster_whisper_kwargs(options),
         )
-        with cost.counting(duration) as counter, encoder_cache.active(self.model.model.device == "cpu"):
+        with cost.counting(duration, request_id=context.request_id) as counter, \
+                encoder_cache.active(self.model.model.device == "cpu"):
             if duration > window_s:
                 batch_size = cost.batch_size(options, self.max_batch_size, warnings)
                 segments, language, probability, decoding = self._batched(
@@ -132,7 +134,7 @@ class CTranslate2Backend:
                 else:
                     kwargs["language"] = plan.language if plan else options.language
                     segments, language, probability, stopped, speech_s = self._sequential(samples, options, kwargs,
-                                                                                         context)
+                                                                                         context, counter)
                     probability = plan.probability if plan else probability
                     decoding = {"mode": "sequential", "batch_size": 1, "stopped": stopped}
                     segments = self._sequential_checked(samples, segments, speech_s, options, kwargs, decoding,
@@ -140,6 +142,8 @@ class CTranslate2Backend:
         if decoding.pop("stopped"):
             counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
         if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
+            segments, spread = word_spread.spread_missing(segments)  # decoded again without word times
+            counter.words_spread += spread
             segments = word_edges.snapped(segments, samples)
         decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
                         compute_type=self.compute_type)
@@ -148,7 +152,7 @@ class CTranslate2Backend:
             language=language,
             language_probability=probability if options.language is None and self.is_multilingual else None,
             decoding=decoding,
-            warnings=warnings + counter.notes,
+            warnings=warnings + counter.notes + cost.spread_note(counter),
         )
 
     def _prompts(self, options: InferenceConfig, warnings: list[str]) -> dict:
@@ -173,20 +177,33 @@ class CTranslate2Backend:
             return None
         return language_parts.plan_one_window(self.model, samples, window_s, options.languages)
 
-    def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext):
-        """One window (Whisper's own seek within it): reported segment by segment."""
+    def _sequential(self, samples: np.ndarray, options: InferenceConfig, kwargs: dict, context: DecodeContext,
+                    counter):
+        """One window (Whisper's own seek within it): reported segment by segment; decoded again the plain
+        way after an error (window_fallback.py)."""
         context.report(0, 1)
-        generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **kwargs)
-        segments, stopped = [], False
-        try:
-            for segment in generator:  # the generator does the decoding
-                segments.append(_segment(segment, info.language))
-                context.report(0, 1, segments)
-        except cost.BudgetSpent:
-            stopped = True
+        found = {}
+
+        def decode(attempt: dict) -> list[Segment]:
+            generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **attempt)
+            found.update(info=info, stopped=False)
+            segments = []
+            try:
+                for segment in generator:  # the generator does the decoding
+                    segments.append(_segment(segment, info.language))
+                    context.report(0, 1, segments)
+            except cost.BudgetSpent:
+                found["stopped"] = True
+            return segments
+
+        segments = window_fallback.decoded(decode, kwargs, f"the window of {len(samples) / SAMPLE_RATE:.1f} s",
+                                           counter)
         context.report(1, 1, segments)
+        info = found.get("info")
+        if info is None:  # every try failed before the decoder started
+            return segments, kwargs["language"], None, False, None
         speech_s = info.duration_after_vad if options.vad_filter else None
-        return segments, info.language, info.language_probability, stopped, speech_s
+        return segments, info.language, info.language_probability, found["stopped"], speech_s
 
     def _sequential_checked(self, samples, segments, speech_s, options, kwargs, decoding, counter) -> list[Segment]:
         """The one window judged as the batched ones are (failed_windows.py); decoded again when it failed."""
@@ -197,8 +214,13 @@ class CTranslate2Backend:
 
         def decode(window: windows.Window) -> list[Segment]:
             piece = samples[round(window.start * SAMPLE_RATE): round(window.end * SAMPLE_RATE)]
-            generator, _ = self.model.transcribe(piece, vad_filter=options.vad_filter, **_retry(kwargs))
-            return [_segment(windows.shifted(s, window.start), kwargs["language"]) for s in _consume(generator)[0]]
+
+            def attempt(options_now: dict) -> list[Segment]:
+                generator, _ = self.model.transcribe(piece, vad_filter=options.vad_filter, **options_now)
+                return [_segment(windows.shifted(s, window.start), kwargs["language"])
+                        for s in _consume(generator)[0]]
+
+            return window_fallback.decoded(attempt, _retry(kwargs), _named(window), counter)
 
         spans = speech.find_speech(samples).spans
         pauses = [(end + start) / 2 for (_, end), (start, _) in zip(spans, spans[1:])]
@@ -273,10 +295,17 @@ class CTranslate2Backend:
     def _decode_windows(self, pipeline, packed, group, batch_size, options, kwargs, decoding, counter):
         """``group``'s windows in one language, each judged and a failed one decoded again (``_checked``),
         with the second pass over their remainders (packed time), each segment within its window."""
-        generator, _ = pipeline.transcribe(
-            packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
-        )
-        found, decoding["stopped"] = _consume(generator)
+        try:
+            generator, _ = pipeline.transcribe(
+                packed.audio, batch_size=batch_size, clip_timestamps=[w.clip() for w in group], **kwargs
+            )
+            found, decoding["stopped"] = _consume(generator)
+        except window_fallback.PASSED_ON:
+            raise
+        except Exception:  # one window's error: each window of the batch decoded alone (window_fallback.py)
+            logger.exception("request %s: a batch of %d windows failed; decoding each alone", counter.request_id,
+                             len(group))
+            found = [segment for window in group for segment in self._alone(packed.audio, window, kwargs, counter)]
         found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
         missed = windows.leftovers([w for w in group if w not in redone], found) \
             if options.recover_dropped_speech else []
@@ -285,7 +314,7 @@ class CTranslate2Backend:
             if counter.spent:
                 skipped += 1
                 continue
-            found += self._decode_alone(packed.audio, window, kwargs)
+            found += self._alone(packed.audio, window, kwargs, counter)
             decoding["remainders_decoded_again"] += 1
         return windows.within(found, group), skipped
 
@@ -299,12 +328,17 @@ class CTranslate2Backend:
             reason = failed_windows.failure(recovery.judged(mine, window.end - window.start))
             if reason is None or counter.spent:
                 continue
-            again = recovery.recover(window, mine, lambda w: self._decode_alone(packed.audio, w, _retry(kwargs)),
+            again = recovery.recover(window, mine, lambda w: self._alone(packed.audio, w, _retry(kwargs), counter),
                                      recovery.quiet_cuts(packed.audio, window, packed.pauses()), reason)
             recovery.count(again, decoding, counter.notes)
             found = [s for s in found if all(s is not m for m in mine)] + again.segments
             redone.add(window)
         return found, redone
+
+    def _alone(self, audio: np.ndarray, window: windows.Window, kwargs: dict, counter) -> list:
+        """``_decode_alone``, decoded again the plain way after an error (window_fallback.py)."""
+        return window_fallback.decoded(lambda options: self._decode_alone(audio, window, options), kwargs,
+                                       _named(window), counter)
 
     def _decode_alone(self, audio: np.ndarray, window: windows.Window, kwargs: dict) -> list:
         """A window's remainder through the sequential decoder, as Whisper's own seek would decode it:
@@ -349,6 +383,10 @@ def _consume(generator) -> tuple[list, bool]:
     return segments, False
 
 
+def _named(window: windows.Window) -> str:
+    return f"a window of {window.end - window.start:.1f} s of speech"
+
+
 def _kept(segment, options: InferenceConfig) -> bool:
     # The batched pipeline ignores no_speech_threshold: applied here when the request sets it.
     explicit = "no_speech_threshold" in options.model_fields_set
@@ -359,7 +397,7 @@ def _segment(segment, language: str | None = None) -> Segment:
     words = None
     if segment.words is not None:
         # faster-whisper gives numpy floats in places; the response needs plain JSON numbers.
-        words = tuple(Word(float(w.start), float(w.end), w.word, float(w.probability)) for w in segment.words)
+        words = tuple(Word(float(w.start), float(w.end), w.word, _number(w.probability)) for w in segment.words)
     return Segment(float(segment.start), float(segment.end), segment.text, words,
                    avg_logprob=_number(segment.avg_logprob), no_speech_prob=_number(segment.no_speech_prob),
                    compression_ratio=_number(segment.compression_ratio), temperature=_number(segment.temperature),

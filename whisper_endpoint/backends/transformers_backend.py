@@ -42,7 +42,8 @@ from pathlib import Path
 import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.backends import confidence, cost, decoding_options, failed_windows, speech, tokens, word_edges
+from whisper_endpoint.backends import (confidence, cost, decoding_options, failed_windows, speech, tokens,
+                                       window_fallback, word_edges, word_spread)
 from whisper_endpoint.backends.base import check_language_options
 from whisper_endpoint.backends.features import WindowFeatureExtractor
 from whisper_endpoint.backends.transformers_onsets import at_onsets
@@ -110,17 +111,18 @@ class TransformersBackend:
         if options.language is None and len(options.languages or ()) > 1:  # issue 58: ctranslate2 only
             warnings.append("a language per segment needs the ctranslate2 backend: the transformers backend decodes "
                             "the whole input in the one language it detects among 'languages'")
-        with cost.counting(duration, strict=False) as counter:
+        with cost.counting(duration, strict=False, request_id=context.request_id) as counter:
             options, probability = self._with_language(samples, options)
             generate_kwargs = self._generate_kwargs(samples, options, warnings)
             stop = _StopWhenSpent(counter)
             output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
                                                   warnings)
-            segments = _segments(output, options.return_timestamps, duration)
+            segments = _segments(output, decoding.pop("timestamps"), duration)
             if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
+                segments, counter.words_spread = word_spread.spread_missing(segments)  # decoded without them
                 segments = word_edges.snapped(segments, samples)
             segments = self._confidence(samples, segments, options, generate_kwargs, decoding)  # counted too
-        warnings += _failed_notes(segments, window_s, decoding)
+        warnings += _failed_notes(segments, window_s, decoding) + counter.notes + cost.spread_note(counter)
         context.report(windows.done, windows.total, segments)
         if stop.fired:
             reached = max((s.end for s in segments if s.text.strip()), default=0.0)
@@ -148,17 +150,21 @@ class TransformersBackend:
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
             generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
-        pipe = self.word_pipe if options.return_timestamps == "word" else self.pipe
         windows = _Windows(context, _windows_total(len(samples) / SAMPLE_RATE, window_s if chunked else None))
-        with windows.counting():
-            output = pipe(
-                {"raw": samples, "sampling_rate": SAMPLE_RATE},
-                chunk_length_s=window_s if chunked else None,
-                batch_size=batch_size,
-                return_timestamps=timestamps,
-                generate_kwargs=generate_kwargs,
-            )
-        decoding = {"mode": "chunked" if chunked else "sequential", "batch_size": batch_size, "assisted": assisted}
+
+        def decode(attempt: tuple[str, object, dict]) -> tuple[dict, str]:
+            kind, returned, kwargs = attempt
+            pipe = self.word_pipe if kind == "word" else self.pipe
+            with windows.counting():
+                return pipe({"raw": samples, "sampling_rate": SAMPLE_RATE},
+                            chunk_length_s=window_s if chunked else None, batch_size=batch_size,
+                            return_timestamps=returned, generate_kwargs=kwargs), kind
+
+        output, kind = window_fallback.first_that_works(
+            decode, _attempts(options.return_timestamps, timestamps, generate_kwargs),
+            f"the input of {len(samples) / SAMPLE_RATE:.1f} s", stop.counter, given_up=({"text": ""}, "none"))
+        decoding = {"mode": "chunked" if chunked else "sequential", "batch_size": batch_size, "assisted": assisted,
+                    "timestamps": kind}
         if chunked:
             decoding["chunk_length_s"] = window_s
         return output, decoding, windows
@@ -389,6 +395,17 @@ def _failed_notes(segments: list[Segment], window_s: float, decoding: dict) -> l
     return [f"the transcript from {start:.1f} s to {end:.1f} s failed ({why}) and was not decoded again (the "
             "transformers backend does not; the ctranslate2 backend does): its text may repeat or miss words"
             for start, end, why in failed]
+
+
+def _attempts(asked: str, timestamps, generate_kwargs: dict) -> list[tuple[str, tuple]]:
+    """The pipeline's tries (window_fallback.py): as asked, then without word times, then greedy; each
+    (what it is, (the timestamps it gives, the pipeline's return_timestamps, generate's options))."""
+    plain = ("segment" if asked == "word" else asked, True if timestamps == "word" else timestamps, generate_kwargs)
+    greedy = (*plain[:2], {**generate_kwargs, "num_beams": 1})
+    tries = [("as asked", (asked, timestamps, generate_kwargs)), ("without word times", plain),
+             ("greedy without word times", greedy)]
+    return [(how, attempt) for index, (how, attempt) in enumerate(tries)
+            if all(attempt != earlier for _, earlier in tries[:index])]
 
 
 def _segments(output: dict, timestamps: str, duration: float) -> list[Segment]:

@@ -18,7 +18,8 @@ see one decode of the whole recording, and ``Progress.blocks_done`` counts the b
 ``checkpoints``, when the caller keeps them (a job), is where each finished block's result is kept, so
 that a decode started again skips the blocks it finished before.
 
-A context is used by one request at a time; ``cancel`` may be called from any thread.
+A context is used by one request at a time; ``cancel`` may be called from any thread. Its ``request_id``
+names the request in log lines (a job's id for a job; else made here).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from __future__ import annotations
 import copy
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
@@ -112,8 +114,9 @@ class DecodeContext:
     def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
                  listeners: tuple[Listener, ...] = (), in_order: bool = True,
                  keep: Callable[[tuple], tuple] | None = None, speaker_voices: dict | None = None,
-                 checkpoints: Checkpoints | None = None):
+                 checkpoints: Checkpoints | None = None, request_id: str | None = None):
         self.started = time.monotonic()
+        self.request_id = request_id or uuid.uuid4().hex[:12]
         self.speaker_voices = speaker_voices
         self.checkpoints = checkpoints
         self.block: Block | None = None
