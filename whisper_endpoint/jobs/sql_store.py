@@ -177,6 +177,11 @@ class SqlJobStore:
                             (job_id, index, key))
         return json.loads(rows[0]["body"]) if rows else None
 
+    def block_key(self, job_id: str, index: int) -> str | None:
+        """The key the block kept for this job at ``index`` was kept under (None: none kept)."""
+        rows, _ = self._run("SELECT block_key FROM job_blocks WHERE job_id = ? AND block = ?", (job_id, index))
+        return rows[0]["block_key"] if rows else None
+
     def forget_blocks(self, job_id: str) -> None:
         self._run("DELETE FROM job_blocks WHERE job_id = ?", (job_id,))
 
