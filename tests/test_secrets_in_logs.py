@@ -8,6 +8,11 @@ percent-encoded in the access log, a form of the key too. The callback's credent
 kept from before the start (no model is needed: the servers' model fails to load at once); a job submitted
 to a live server has its own masked from the submission on. The record-level rules (arguments,
 tracebacks, split secrets, too-short values) are checked in-process.
+
+Issue 74: the realtime WebSocket. A client secret issued by a live server (uvicorn in-process, its own
+loggers and the websockets library's at DEBUG) and presented in the WebSocket's query, its subprotocol
+header and its Authorization header reaches no line; 50 refused WebSockets from one address in a minute
+write one WARNING line (they used to write three lines each, one an ERROR).
 """
 
 from __future__ import annotations
@@ -16,16 +21,22 @@ import io
 import json
 import logging
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import threading
+from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import quote, quote_plus
 
 import pytest
 import requests
+import uvicorn
+from websockets.exceptions import InvalidStatus
+from websockets.sync.client import connect
 
 from support.paths import ROOT
 from support.audio import read_clip
@@ -33,6 +44,7 @@ from support.serving import CLIP, free_port, live_server, wait_until
 from whisper_endpoint.jobs import JobSettings, open_store
 from whisper_endpoint.serving import redaction
 from whisper_endpoint.serving.app import create_app
+from whisper_endpoint.serving.realtime import client_secrets, routes
 from whisper_endpoint.serving.settings import ServerSettings
 
 API_KEY = "sk-Ab3+Cd4/Ef5=Gh6+Jk7/Lm8="
@@ -176,3 +188,134 @@ def test_secrets_are_masked_in_arguments_tracebacks_and_encodings_and_short_ones
     # the message and arguments as they are: masked.
     broken = logging.getLogRecordFactory()("x", logging.INFO, __file__, 1, "a broken call %s", (key, "extra"), None)
     assert broken.args == (redaction.MASK, "extra")
+
+
+# --- the realtime WebSocket (issue 74), a live server in-process -------------------------------------------
+
+
+_CLIENT_LOGGERS = ("websockets.client", "urllib3", "requests")  # this test's own clients, not the server's
+_SERVER_LOGGERS = ("", "uvicorn", "uvicorn.error", "uvicorn.access", "uvicorn.asgi")
+
+
+class _Lines(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not record.name.startswith(_CLIENT_LOGGERS):
+            self.lines.append(self.format(record))
+
+
+@contextmanager
+def _server_lines(level: str):
+    """A server (an API key; a stand-in handler, so sessions open) on loopback, and every line its loggers
+    write at ``level`` and up, tracebacks included: uvicorn's (also the websockets library's, which
+    logs through uvicorn's) passed on to one handler on the root. The loggers are put back afterwards."""
+    app = create_app(ServerSettings(api_keys=API_KEY), handler=SimpleNamespace())
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, log_level=level,
+                                           lifespan="on"))
+    loggers = [logging.getLogger(name) for name in _SERVER_LOGGERS]
+    kept = [(log.level, log.propagate, log.disabled) for log in loggers]
+    for log in loggers:
+        log.setLevel(level.upper())
+        log.propagate, log.disabled = True, False
+    handler = _Lines()
+    logging.getLogger().addHandler(handler)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_until(lambda: server.started, timeout=30, interval=0.01)
+        yield SimpleNamespace(url=f"http://127.0.0.1:{port}", ws=f"ws://127.0.0.1:{port}/v1/realtime",
+                              lines=handler.lines, server=server)
+    finally:
+        server.should_exit = True
+        thread.join(30)
+        logging.getLogger().removeHandler(handler)
+        for log, (level_, propagate, disabled) in zip(loggers, kept, strict=True):
+            log.setLevel(level_)
+            log.propagate, log.disabled = propagate, disabled
+
+
+def _served(live) -> None:
+    """Until the server has finished every request and WebSocket (their last lines are written then; idle
+    keep-alive connections may stay)."""
+    wait_until(lambda: not live.server.server_state.tasks, timeout=10, interval=0.01)
+
+
+def _refused(url: str, **options) -> int:
+    with pytest.raises(InvalidStatus) as refused:
+        connect(url, open_timeout=10, **options).close()
+    return refused.value.response.status_code
+
+
+def test_a_client_secret_in_the_websocket_query_and_headers_reaches_no_line_at_debug():
+    with _server_lines("debug") as live:
+        issued = requests.post(f"{live.url}/v1/realtime/client_secrets", headers={"Authorization": f"Bearer {API_KEY}"},
+                               json={"expires_after": {"anchor": "created_at", "seconds": 60}}, timeout=10)
+        secret = issued.json()["value"]
+        never_issued = "ek_" + secrets.token_urlsafe(24)  # the shape of one: an expired one, say
+        query = f"?intent=transcription&client_secret={secret}"
+        with connect(live.ws + query, subprotocols=["realtime", f"openai-insecure-api-key.{secret}"],
+                     open_timeout=10) as browser:  # accepted: the secret in the query and the subprotocol
+            assert json.loads(browser.recv(timeout=10))["type"] == "session.created"
+        assert _refused(f"{live.ws}?intent=transcription&api_key={secret}",  # a secret is no Bearer key
+                        additional_headers={"Authorization": f"Bearer {secret}"}) == 401
+        assert _refused(f"{live.ws}?token={never_issued}", subprotocols=[f"openai-insecure-api-key.{never_issued}"],
+                        additional_headers={"X-Api-Key": never_issued}) == 401
+        requests.get(f"{live.url}/v1/realtime{query}", timeout=10)  # plain HTTP: uvicorn's access log
+        _served(live)
+        text = "\n".join(live.lines)
+    for value in (secret, never_issued, API_KEY):
+        leaked = [form for form in forms(value) | forms(value[3:]) if form in text]
+        assert not leaked, f"logged {leaked}:\n{text}"
+    assert "DEBUG" in text and '"WebSocket /v1/realtime?intent=***&client_secret=***" [accepted]' in text, text
+    assert "openai-insecure-api-key.***" in text and "GET /v1/realtime?intent=***&client_secret=***" in text, text
+    assert "ERROR" not in text, text
+
+
+def test_fifty_refused_websockets_from_one_client_in_a_minute_write_one_warning_line():
+    never_issued = "ek_" + secrets.token_urlsafe(24)  # a client secret this server never issued
+    knocks = [{}, {"additional_headers": {"Authorization": "Bearer wrong-key-0123456789"}},
+              {"subprotocols": [f"openai-insecure-api-key.{never_issued}"]}]
+    with _server_lines("info") as live:
+        live.lines.clear()  # the start-up's lines
+        for number in range(50):
+            assert _refused(f"{live.ws}?intent=transcription", **knocks[number % len(knocks)]) == 401
+        _served(live)
+        lines = list(live.lines)
+    assert len(lines) == 1, "\n".join(lines)
+    assert lines[0].startswith("WARNING whisper_endpoint.serving.realtime.routes: refused a WebSocket from 127.0.0.1")
+    assert never_issued[3:] not in lines[0] and "wrong-key" not in lines[0]
+
+
+def test_refused_addresses_are_held_up_to_a_bound_and_the_rest_logged_together(caplog):
+    now = [0.0]
+    log = routes.RefusalLog(period_s=60, capacity=2, clock=lambda: now[0])
+    caplog.set_level(logging.WARNING, logger=routes.__name__)
+    for address in ("10.0.0.1", "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.3", "10.0.0.2"):
+        log.refused(address)
+    now[0] = 61.0
+    for address in ("10.0.0.1", "10.0.0.3", "10.0.0.5"):
+        log.refused(address)
+    lines = [record.getMessage() for record in caplog.records]
+    assert len(lines) == 6 and len(log._addresses) == 2, lines
+    assert [line.split(":")[0] for line in lines] == [
+        "refused a WebSocket from 10.0.0.1", "refused a WebSocket from 10.0.0.2", "refused a WebSocket",
+        "refused a WebSocket from 10.0.0.1", "refused a WebSocket from 10.0.0.3", "refused a WebSocket"], lines
+    assert "more than 2 addresses" in lines[2] and "1 more since its last line" in lines[3], lines
+    assert "2 more since the last such line" in lines[5], lines
+
+
+def test_client_secrets_and_credential_query_values_are_masked_by_their_shape(logged):
+    redaction.recognise(client_secrets.SHAPE)
+    secret = client_secrets.PREFIX + secrets.token_urlsafe(24)
+    log = logging.getLogger("whisper_endpoint.test")
+    log.info("in a message %s, encoded %s, in a traceback:", secret, quote(f'"{secret}"'), exc_info=ValueError(secret))
+    log.info("GET /v1/realtime?Client_Secret=%s&API-KEY=%s&x-amz-signature=%s&intent=transcription",
+             "s3cr3t-value", "k3y-value", "s1gnature")
+    text = logged.getvalue()
+    assert secret not in text and secret[3:] not in text and "ValueError: ***" in text, text
+    assert "GET /v1/realtime?Client_Secret=***&API-KEY=***&x-amz-signature=***&intent=transcription" in text, text

@@ -13,7 +13,14 @@ the message, its arguments, a traceback, a stack and extra fields, as written an
 form (uvicorn's access log writes a ``+`` in a path as ``%2B``; issue 60). Arguments are masked one by
 one and kept, so formatters that read them (uvicorn's access log) still work; a secret split over the
 message and an argument leaves the masked message alone. uvicorn's access log also gets its query
-strings' values masked: a ``callback_url`` there carries webhook tokens.
+strings' values masked: a ``callback_url`` there carries webhook tokens; so do uvicorn's WebSocket lines
+(``"WebSocket /v1/realtime?..." 101``) and the request line the ``websockets`` library writes at DEBUG, whose
+header lines show ``***`` for credential headers (Authorization, Cookie, ...).
+
+Secrets this process never configured but can recognise are masked by their shape (``recognise``): the
+realtime client secrets (issued by the thousand, and a client may present one that this process never
+issued), what follows the ``openai-insecure-api-key.`` subprotocol, and in any URL in any line the value
+of a query parameter whose name says it is a credential (``?client_secret=``, ``&api_key=``, ``token``...).
 
 Values shorter than MIN_CHARS are never masked: a 3-character key would turn ordinary words in every
 line into ``***`` (API keys must have 16 characters anyway); ``install`` warns about such a secret.
@@ -37,6 +44,15 @@ _ACCESS_LOGGER = "uvicorn.access"  # its args: client, method, path with query, 
 _URL_RUN = re.compile(r"[A-Za-z0-9._~:/?#@!$&*+,;=%\[\]-]+")  # characters a URL may hold unencoded
 _DIRECT = 64  # up to this many values, each is looked for in the text; past it, by its first characters
 _STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {"message", "asctime"}
+# The value of a query parameter named like a credential, in any URL of any line.
+CREDENTIAL_PARAMETER = (r"(?i)[?&;][\w.~-]*(?:key|token|secret|passw|auth|credential|signature)[\w.~-]*="
+                        r"(?P<secret>[^&#;\s\"'<>]+)")
+# Lines of uvicorn and of the websockets library that carry a request's path: the index of the path.
+_WEBSOCKET_PATH_LINE = '%s - "WebSocket %s"'  # uvicorn's, at INFO: client, path with query, status
+# websockets' at DEBUG: a server's (sans-I/O, legacy) request, a client's
+_REQUEST_LINES = {"< %s %s %s": 1, "< GET %s HTTP/1.1": 0, "> GET %s HTTP/1.1": 0}
+_HEADER_LINES = ("< %s: %s", "> %s: %s")  # websockets' at DEBUG: one header each
+_SECRET_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key"})
 
 logger = logging.getLogger(__name__)
 _made = logging.getLogRecordFactory()
@@ -47,6 +63,7 @@ _held: dict[str, tuple[str, ...]] = {}  # owner (a job's id) -> its values, olde
 _uses: Counter = Counter()  # value -> how many holders (install counts as one)
 _index: dict[str, tuple[str, ...]] = {}  # a value's first MIN_CHARS characters -> the values
 _values: tuple[str, ...] | None = ()  # up to _DIRECT: every value, longest first (None: use _index)
+_shapes: tuple[re.Pattern, ...] = (re.compile(CREDENTIAL_PARAMETER),)  # recognised secrets (``recognise``)
 
 
 def environment_secrets() -> list[str]:
@@ -64,6 +81,17 @@ def install(secrets: Iterable[str]) -> None:
     with _lock:
         _installed.update(new - short)
         _add(new - short)
+    logging.setLogRecordFactory(_record)
+
+
+def recognise(pattern: str) -> None:
+    """Mask, from now on, whatever matches ``pattern`` (its group ``secret`` if it has one, else all of
+    it), as written or percent-encoded: secrets known by their shape, not their value."""
+    global _shapes
+    compiled = re.compile(pattern)
+    with _lock:
+        if compiled not in _shapes:
+            _shapes = (*_shapes, compiled)
     logging.setLogRecordFactory(_record)
 
 
@@ -114,10 +142,25 @@ def _refresh() -> None:
 
 def mask(text: str) -> str:
     """``text`` with every secret, as written or percent-encoded, replaced by MASK."""
-    text = _literal(text)
+    text = _plain(text)
     if "%" in text or "+" in text:
         text = _URL_RUN.sub(_decoded_if_secret, text)
     return text
+
+
+def _plain(text: str) -> str:
+    """``text`` with the secrets as written (values and shapes) masked."""
+    text = _literal(text)
+    for shape in _shapes:
+        text = shape.sub(_masked_match, text)
+    return text
+
+
+def _masked_match(match: re.Match) -> str:
+    if "secret" not in match.re.groupindex:
+        return MASK
+    whole, start = match.group(), match.start()
+    return whole[:match.start("secret") - start] + MASK + whole[match.end("secret") - start:]
 
 
 def _literal(text: str) -> str:
@@ -138,7 +181,7 @@ def _decoded_if_secret(match: re.Match) -> str:
     run = match.group()
     if "%" in run or "+" in run:
         for decoded in (unquote(run), unquote_plus(run)):
-            masked = _literal(decoded)
+            masked = _plain(decoded)
             if masked != decoded:
                 return masked
     return run
@@ -157,15 +200,30 @@ def masked_query(path: str) -> str:
 
 def _record(*args, **kwargs) -> logging.LogRecord:
     record = _made(*args, **kwargs)
-    if record.name == _ACCESS_LOGGER and isinstance(record.args, tuple) and len(record.args) >= 3:
-        record.args = (*record.args[:2], masked_query(str(record.args[2])), *record.args[3:])
-    if _values != ():  # (): no secret at all
-        try:
-            _mask_record(record)
-        except Exception:  # an argument whose str() or repr() fails: never raise at the caller, never leak
-            record.msg, record.args = "(a log record that could not be masked)", ()
-            record.exc_info = record.exc_text = record.stack_info = None
+    if isinstance(record.args, tuple) and record.args:
+        _mask_known_lines(record)
+    try:  # every record: the shapes are looked for even with no secret value installed
+        _mask_record(record)
+    except Exception:  # an argument whose str() or repr() fails: never raise at the caller, never leak
+        record.msg, record.args = "(a log record that could not be masked)", ()
+        record.exc_info = record.exc_text = record.stack_info = None
     return record
+
+
+def _mask_known_lines(record: logging.LogRecord) -> None:
+    """Lines whose arguments are known to hold a URL (its query's values masked) or a header."""
+    args, msg = record.args, record.msg
+    if record.name == _ACCESS_LOGGER and len(args) >= 3:
+        record.args = (*args[:2], masked_query(str(args[2])), *args[3:])
+    elif not isinstance(msg, str):
+        return
+    elif msg.startswith(_WEBSOCKET_PATH_LINE) and len(args) >= 2:
+        record.args = (args[0], masked_query(str(args[1])), *args[2:])
+    elif msg in _REQUEST_LINES and len(args) > _REQUEST_LINES[msg]:
+        at = _REQUEST_LINES[msg]
+        record.args = (*args[:at], masked_query(str(args[at])), *args[at + 1:])
+    elif msg in _HEADER_LINES and len(args) == 2 and str(args[0]).lower() in _SECRET_HEADERS:
+        record.args = (args[0], MASK)
 
 
 def _mask_record(record: logging.LogRecord) -> None:

@@ -2,7 +2,10 @@
 WebSocket: a server holding an API key asks ``POST /v1/realtime/client_secrets`` for one and hands it
 to the page, which sends it as the ``openai-insecure-api-key.<secret>`` subprotocol (OpenAI's way).
 
-Kept in memory as digests until they expire (a restart forgets them: they live minutes).
+Kept in memory as digests until they expire (a restart forgets them: they live minutes). Their shape
+(``ek_`` and 32 URL-safe characters) is masked in every log line from the first store on, issued here
+or not, live or expired (``redaction.recognise``): a client may send one in a URL or a header that a
+library logs.
 """
 
 from __future__ import annotations
@@ -14,10 +17,16 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from whisper_endpoint.serving import redaction
 from whisper_endpoint.serving.realtime.config import SessionConfig
 from whisper_endpoint.serving.realtime.events import Session
 
 _CAPACITY = 10000  # secrets kept at once; the oldest goes first
+PREFIX = "ek_"
+_RANDOM_BYTES = 24  # 32 URL-safe characters
+# What the log masks: the prefix, not inside a longer word, then URL-safe characters (16 or more, so a
+# secret cut short or made by another server is masked too).
+SHAPE = r"(?<![A-Za-z0-9])" + PREFIX + r"[A-Za-z0-9_-]{16,}"
 
 
 class ExpiresAfter(BaseModel):
@@ -42,6 +51,7 @@ class ClientSecrets:
     def __init__(self, default_ttl_s: int):
         self.default_ttl_s = default_ttl_s
         self._secrets: dict[bytes, tuple[float, SessionConfig]] = {}
+        redaction.recognise(SHAPE)
 
     def issue(self, request: SecretRequest) -> dict:
         """A new secret, its expiry (Unix seconds) and the session it opens."""
@@ -50,7 +60,7 @@ class ClientSecrets:
         if request.session is not None:
             config = config.updated(request.session.audio.input)
         self._prune()
-        value = f"ek_{secrets.token_urlsafe(24)}"
+        value = PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
         expires_at = int(time.time() + ttl)
         self._secrets[_digest(value)] = (expires_at, config)
         return {"value": value, "expires_at": expires_at, "session": config.describe()}

@@ -6,6 +6,14 @@ a refusal is an HTTP answer (401, 503, 429) with the usual JSON error. After it:
 frame; anything wrong with an event becomes an ``error`` event and the session goes on. The session
 ends after REALTIME_IDLE_TIMEOUT_S without an event (waiting for transcripts that keep coming is not
 idling; a decode that answers nothing for that long is) or REALTIME_MAX_SESSION_S in all.
+
+The log: a refusal for a missing or wrong key or client secret is one WARNING line, at most once per
+client address and minute (``RefusalLog``), never with what was presented: anyone can knock, and each
+knock used to write three lines, one of them an ERROR. uvicorn's own lines about a refusal are dropped
+(``_QuietRefusals``): its ``"WebSocket /v1/realtime?..." 401`` and the ``websockets`` library's
+``connection rejected``, and for every refusal its ``ASGI callable returned without completing
+handshake.``, a false ERROR: uvicorn's default WebSocket protocol (``websockets-sansio``, 0.54) does not
+count a denial response as the end of the handshake (Kludex/uvicorn PR 3138, open).
 """
 
 from __future__ import annotations
@@ -14,6 +22,8 @@ import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
+from contextvars import ContextVar
 from dataclasses import replace
 
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
@@ -23,6 +33,7 @@ from starlette.websockets import WebSocketState
 from whisper_endpoint.adapters.errors import QueueFullError
 from whisper_endpoint.adapters.http import error_reply
 from whisper_endpoint.core.errors import EndpointError, InvalidParameterError
+from whisper_endpoint.serving import redaction
 from whisper_endpoint.serving.auth import APIKeys, UnauthorizedError
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.realtime import events
@@ -36,6 +47,9 @@ from whisper_endpoint.serving.service import InferenceService
 logger = logging.getLogger(__name__)
 _KEY_PROTOCOL = "openai-insecure-api-key."
 _SECRET_BODY_BYTES = 64 * 1024
+_UVICORN_LOGGER = "uvicorn.error"  # where uvicorn (and the websockets library it drives) logs WebSockets
+# Set in the connection's task before its denial response; uvicorn logs about it in that same task.
+_refused: ContextVar[EndpointError | None] = ContextVar("realtime_refused", default=None)
 
 
 class Refused(Exception):
@@ -43,9 +57,83 @@ class Refused(Exception):
         self.error = error
 
 
+class RefusalLog:
+    """Refused WebSockets (no valid key or client secret), logged at most once per client address and
+    ``period_s``: the first refusal of a period writes a WARNING line, the others are counted and the
+    count goes in the address's next line.
+
+    At most ``capacity`` addresses are held (each for its period, then dropped as room is needed). Past
+    that, while every address held was refused within its period, refusals from other addresses are not
+    held each: they are counted together and logged in one line at most once per period. So a flood
+    from many addresses holds ``capacity`` entries and writes at most ``capacity + 1`` lines a period.
+    """
+
+    def __init__(self, *, period_s: float = 60.0, capacity: int = 1024, clock=time.monotonic):
+        self.period_s, self.capacity, self.clock = period_s, capacity, clock
+        self._addresses: OrderedDict[str, list] = OrderedDict()  # address -> [period's start, refusals not logged]
+        self._others = [float("-inf"), 0]  # past capacity, all addresses together: [period's start, not logged]
+
+    def refused(self, address: str) -> None:
+        now = self.clock()
+        held = self._addresses.get(address)
+        if held is not None and now - held[0] < self.period_s:
+            held[1] += 1
+            return
+        if held is None and len(self._addresses) >= self.capacity:
+            self._drop_expired(now)
+        if held is None and len(self._addresses) >= self.capacity:
+            self._refused_past_capacity(now)
+            return
+        self._addresses.pop(address, None)  # back at the end: the entries stay in their periods' order
+        self._addresses[address] = [now, 0]
+        unlogged = f"; {held[1]} more since its last line" if held is not None and held[1] else ""
+        logger.warning("refused a WebSocket from %s: no valid API key or client secret (at most one line per "
+                       "address and %g s%s)", address, self.period_s, unlogged)
+
+    def _drop_expired(self, now: float) -> None:
+        while self._addresses:
+            address, (start, _) = next(iter(self._addresses.items()))
+            if now - start < self.period_s:
+                return
+            del self._addresses[address]
+
+    def _refused_past_capacity(self, now: float) -> None:
+        others = self._others
+        if now - others[0] < self.period_s:
+            others[1] += 1
+            return
+        unlogged = f"; {others[1]} more since the last such line" if others[1] else ""
+        others[0], others[1] = now, 0
+        logger.warning("refused a WebSocket: no valid API key or client secret, from one of more than %d "
+                       "addresses refused in %g s (one line for all of them per %g s%s)",
+                       self.capacity, self.period_s, self.period_s, unlogged)
+
+
+class _QuietRefusals(logging.Filter):
+    """Drops uvicorn's lines about a WebSocket this app refused (see the module's docstring): they are
+    logged in the connection's task, where ``_refused`` holds the refusal."""
+
+    _ANY = ("ASGI callable returned without completing handshake.",)
+    _UNAUTHORIZED = ('%s - "WebSocket %s" %d', "connection rejected (%d %s)")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = _refused.get()
+        if error is None:
+            return True
+        if record.msg in self._ANY:
+            return False
+        return not (isinstance(error, UnauthorizedError) and record.msg in self._UNAUTHORIZED)
+
+
+_QUIET = _QuietRefusals()
+
+
 def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRouter:
     settings = service.settings
     secrets = ClientSecrets(settings.realtime_client_secret_ttl_s)
+    refusals = RefusalLog()
+    redaction.recognise(r"(?<=" + _KEY_PROTOCOL.replace(".", r"\.") + r")[^\s,;\"']+")  # a key or secret offered
+    logging.getLogger(_UVICORN_LOGGER).addFilter(_QUIET)  # once: the same filter
     api = APIRouter()
 
     @api.post("/v1/realtime/client_secrets", dependencies=protected,
@@ -66,6 +154,9 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
         try:
             config = _admit(websocket, service, keys, secrets, service.metrics.realtime_sessions)
         except Refused as refused:
+            _refused.set(refused.error)
+            if isinstance(refused.error, UnauthorizedError):
+                refusals.refused(websocket.client.host if websocket.client else "(unknown address)")
             reply = error_reply(refused.error, openai=True)
             await websocket.send_denial_response(JSONResult(reply.body, reply.status, reply.headers))
             return
