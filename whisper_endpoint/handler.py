@@ -80,7 +80,7 @@ class EndpointHandler:
 
     def _run(self, request: ParsedRequest, context: DecodeContext) -> dict:
         config = request.config
-        speakers = self.speakers.request(config, request.warnings)  # clips checked before the ASR
+        speakers = self.speakers.request(config, request.warnings, context.tenant)  # clips checked before the ASR
         context.check()  # e.g. a deadline passed while the audio was decoded
         if config.multichannel:  # each channel on its own, one speaker per channel
             return self._channels(request, context, speakers)

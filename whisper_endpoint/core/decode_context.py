@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
+from whisper_endpoint.core.tenants import DEFAULT
+
 # Stages a decode goes through (``Progress.stage``).
 DECODING, DIARIZING = "decoding", "diarizing"
 # Why a decode stopped (``DecodeStopped.reason``).
@@ -114,9 +116,10 @@ class DecodeContext:
     def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
                  listeners: tuple[Listener, ...] = (), in_order: bool = True,
                  keep: Callable[[tuple], tuple] | None = None, speaker_voices: dict | None = None,
-                 checkpoints: Checkpoints | None = None, request_id: str | None = None):
+                 checkpoints: Checkpoints | None = None, request_id: str | None = None, tenant: str = DEFAULT):
         self.started = time.monotonic()
         self.request_id = request_id or uuid.uuid4().hex[:12]
+        self.tenant = tenant  # whose library voices name the speakers (core/tenants.py)
         self.speaker_voices = speaker_voices
         self.checkpoints = checkpoints
         self.block: Block | None = None

@@ -29,6 +29,7 @@ class Job:
     finished_at: float | None
     result: dict | None
     error: dict | None
+    tenant: str  # whose job it is (core/tenants.py)
 
     @classmethod
     def from_row(cls, row: Mapping) -> "Job":

@@ -46,6 +46,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
             PRIMARY KEY (job_id, block)
         )""",
     ),
+    (  # tenants (issue 74): each job its key's tenant; jobs from before tenants are the default tenant's
+        "ALTER TABLE jobs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'default'",
+    ),
 )
 VERSION = len(MIGRATIONS)
 VERSION_TABLE = "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"

@@ -24,6 +24,7 @@ import json
 import time
 from collections.abc import Iterable
 
+from whisper_endpoint.core.tenants import DEFAULT
 from whisper_endpoint.jobs.job import FAILED, PENDING, QUEUED, RUNNING, SUCCEEDED, Job
 
 
@@ -47,15 +48,18 @@ class SqlJobStore:
         rows = self._rows(sql, params)
         return rows[0] if rows else None
 
-    def add(self, job_id: str, media_type: str, parameters: dict, input_path: str, callback_url: str | None) -> Job:
+    def add(self, job_id: str, media_type: str, parameters: dict, input_path: str, callback_url: str | None,
+            tenant: str = DEFAULT) -> Job:
         return self._one(
-            "INSERT INTO jobs (id, status, media_type, parameters, input_path, callback_url, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING *",
-            (job_id, QUEUED, media_type, json.dumps(parameters), input_path, callback_url, time.time()),
+            "INSERT INTO jobs (id, status, media_type, parameters, input_path, callback_url, created_at, tenant) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+            (job_id, QUEUED, media_type, json.dumps(parameters), input_path, callback_url, time.time(), tenant),
         )
 
-    def get(self, job_id: str) -> Job | None:
-        return self._one("SELECT * FROM jobs WHERE id = ?", (job_id,))
+    def get(self, job_id: str, tenant: str | None = None) -> Job | None:
+        """The job ``job_id``; with ``tenant``, only if it is that tenant's (None: anyone's)."""
+        return self._one(f"SELECT * FROM jobs WHERE id = ?{_OF_TENANT[tenant is not None]}",
+                         (job_id, *_tenant(tenant)))
 
     def count(self, status: str) -> int:
         return self._run("SELECT COUNT(*) AS n FROM jobs WHERE status = ?", (status,))[0][0]["n"]
@@ -188,8 +192,10 @@ class SqlJobStore:
     def input_paths(self) -> set[str]:
         return {row["input_path"] for row in self._run("SELECT input_path FROM jobs")[0]}
 
-    def delete(self, job_id: str) -> Job | None:
-        return self._one("DELETE FROM jobs WHERE id = ? RETURNING *", (job_id,))
+    def delete(self, job_id: str, tenant: str | None = None) -> Job | None:
+        """Delete the job ``job_id`` (with ``tenant``: only if it is that tenant's); the job deleted, or None."""
+        return self._one(f"DELETE FROM jobs WHERE id = ?{_OF_TENANT[tenant is not None]} RETURNING *",
+                         (job_id, *_tenant(tenant)))
 
     def expire(self, ttl_s: float, now: float | None = None) -> list[Job]:
         """Delete finished jobs older than ``ttl_s``; returns them (their uploads are the caller's)."""
@@ -199,6 +205,13 @@ class SqlJobStore:
         return self._rows(
             "DELETE FROM jobs WHERE status IN (?, ?) AND finished_at < ? RETURNING *", (SUCCEEDED, FAILED, cutoff)
         )
+
+
+_OF_TENANT = {False: "", True: " AND tenant = ?"}
+
+
+def _tenant(tenant: str | None) -> tuple:
+    return () if tenant is None else (tenant,)
 
 
 # A finishing job: its callback owed (and its lease kept for the delivery) when it has one.

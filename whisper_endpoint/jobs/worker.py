@@ -208,7 +208,7 @@ class Jobs:
             timeout_s=self.settings.timeout_s or None, timeout_setting="JOBS_TIMEOUT_S",
             speaker_voices={} if library is not None else None,
             checkpoints=KeptBlocks(self.store, job.id, self.owner),  # a long recording's blocks: resumable
-            request_id=job.id,
+            request_id=job.id, tenant=job.tenant,
         )
         self.running[job.id] = context
         try:

@@ -64,7 +64,7 @@ def create_app(
     handler, library = speakers_api.with_library(handler, opener)
     service = InferenceService(settings, handler, load, job_slots=job_slots, library=library, open_library=opener)
     jobs = Jobs(job_settings, service, secrets=redaction) if job_settings.enabled else None
-    api_keys = [key.get_secret_value() for key in settings.api_keys]
+    api_keys = [key.get_secret_value() for key in settings.all_keys()]
     redaction.install([*redaction.environment_secrets(), *_handler_secrets(handler), *api_keys,
                        *job_settings.secrets()])
 
@@ -96,7 +96,7 @@ def create_app(
     # API keys (API_KEYS) guard the inference routes only: health checks and metrics stay open to the
     # platform's probes.
     # Also on app.state: routes that read their body themselves check the key before reading it.
-    app.state.api_keys = auth.APIKeys(settings.api_keys)
+    app.state.api_keys = auth.APIKeys.from_settings(settings)
     protected: list = auth.dependencies(app.state.api_keys)
     app.include_router(toolkit.health_router(service, app.state.api_keys))
     app.include_router(toolkit.inference_router(service), dependencies=protected)

@@ -6,7 +6,8 @@ query string; ``callback_url`` (query) or ``X-Callback-Url`` (header) asks for a
 when the job ends. The upload streams to disk under ``JOBS_MAX_BODY_BYTES`` and the body timeout,
 and is checked (content type, JSON, parameters) before the 202, so a job fails later only for what
 decoding finds. The server's error mapping and the API-key dependency apply as on every route.
-Disk and SQLite work runs on threads: the event loop keeps answering meanwhile.
+Disk and SQLite work runs on threads: the event loop keeps answering meanwhile. A job is its key's
+tenant's: another tenant's key gets a 404 for it (core/tenants.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from whisper_endpoint.jobs.callbacks import url_problem
 from whisper_endpoint.jobs.store import RUNNING
 from whisper_endpoint.jobs.uploads import WRITE_BYTES, DiskBudget, UploadWriter
 from whisper_endpoint.jobs.worker import Jobs
+from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.limits import limited_stream
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.serving.service import InferenceService
@@ -56,7 +58,8 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
                 size = await anyio.to_thread.run_sync(lambda: path.stat().st_size)  # rewritten: smaller
                 jobs.disk.give(taken - size)
                 taken = size
-                job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback)
+                job = await anyio.to_thread.run_sync(jobs.store.add, job_id, kind, parameters, str(path), callback,
+                                                     auth.tenant(request).id)
         except BaseException:
             jobs.deliveries.forget(job_id)
             with anyio.CancelScope(shield=True):
@@ -68,9 +71,9 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         return JSONResult({**job.public(), "url": url}, status_code=202, headers={"Location": url})
 
     @router.get("/jobs/{job_id}", summary="The job's status; its result once it succeeded, its error if it failed")
-    async def status(job_id: str) -> JSONResult:
+    async def status(job_id: str, request: Request) -> JSONResult:
         _check_available(service, jobs)
-        job = await anyio.to_thread.run_sync(jobs.store.get, job_id)
+        job = await anyio.to_thread.run_sync(jobs.store.get, job_id, auth.tenant(request).only)
         if job is None:
             raise _not_found(job_id)
         body = job.public()
@@ -80,9 +83,9 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         return JSONResult(body)
 
     @router.delete("/jobs/{job_id}", status_code=204, summary="Forget a job and its result")
-    async def delete(job_id: str) -> Response:
+    async def delete(job_id: str, request: Request) -> Response:
         _check_available(service, jobs)
-        job = await anyio.to_thread.run_sync(jobs.store.delete, job_id)
+        job = await anyio.to_thread.run_sync(jobs.store.delete, job_id, auth.tenant(request).only)
         if job is None:
             raise _not_found(job_id)
         jobs.forget(job_id)  # running: its decode stops at the next window; a callback owed is dropped

@@ -21,6 +21,7 @@ from starlette.responses import Response
 from whisper_endpoint.adapters.errors import InvalidBodyError, UnsupportedMediaTypeError, with_param
 from whisper_endpoint.adapters.payloads import media_type
 from whisper_endpoint.formats import FORMATS
+from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.limits import read_body
 
 ResponseFormat = Literal[tuple(FORMATS)]  # OpenAI's formats, plus txt, tsv and rttm
@@ -68,7 +69,8 @@ class FormUploadRoute(APIRoute):
             service = request.app.state.service
             service.check_ready()
             # Made on arrival: the deadline (REQUEST_TIMEOUT_S) counts the upload too.
-            request.state.decode_context = service.context(service.settings.request_timeout_s, "REQUEST_TIMEOUT_S")
+            request.state.decode_context = service.context(service.settings.request_timeout_s, "REQUEST_TIMEOUT_S",
+                                                           tenant=auth.tenant(request).id)
             body = await _form_body(request, service.settings)
             return await parse_and_run(Request(request.scope, _replay(body, request.receive)))
 

@@ -157,7 +157,8 @@ class InferenceService:
             raise NotReadyError("the model is still loading; retry shortly", code="loading", retry_after=5)
 
     def context(self, timeout_s: float, setting: str, **options) -> DecodeContext:
-        """A live request's decode context, made when the request arrives (its deadline counts from then)."""
+        """A live request's decode context, made when the request arrives (its deadline counts from then);
+        ``options`` go to DecodeContext (the request's ``tenant``, say)."""
         return DecodeContext(timeout_s=timeout_s or None, timeout_setting=setting, **options)
 
     async def run(self, payload: dict, context: DecodeContext | None = None, *, receive=None) -> dict:

@@ -12,6 +12,8 @@ from typing import Annotated, Optional
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from whisper_endpoint.core.tenants import TENANT_NAME
+
 MB = 1024 * 1024
 
 # Where the platforms put the model repository: Inference Endpoints custom containers mount it at
@@ -140,7 +142,18 @@ class ServerSettings(BaseSettings):
     # Secrets: never printed (SecretStr); comma-separated in the environment (API_KEYS=key1,key2).
     api_keys: Annotated[list[SecretStr], NoDecode] = Field(
         default_factory=list,
-        description="Bearer keys accepted on the inference routes; empty: no authentication.",
+        description="Bearer keys accepted on the inference routes, each its own tenant; empty (and no API_TENANTS "
+        "or API_ADMIN_KEYS): no authentication, one tenant.",
+    )
+    api_tenants: dict[str, list[SecretStr]] = Field(
+        default_factory=dict,
+        description='Keys grouped into named tenants, as JSON: {"acme": ["key1", "key2"], "globex": ["key3"]}. '
+        "A tenant's keys share its jobs and speakers; a tenant named 'default' also owns what was stored before "
+        "tenants existed.",
+    )
+    api_admin_keys: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Keys of administrators: they see and manage every tenant's jobs and speakers.",
     )
 
     @field_validator("asr_models")
@@ -151,20 +164,41 @@ class ServerSettings(BaseSettings):
         parse_models(entries)  # a bad entry is a start-up error naming it
         return entries
 
-    @field_validator("api_keys", "asr_models", "preload_models", mode="before")
+    @field_validator("api_keys", "api_admin_keys", "asr_models", "preload_models", mode="before")
     @classmethod
     def _comma_separated(cls, value):
         if isinstance(value, str):
             return [item.strip() for item in value.split(",") if item.strip()]
         return value
 
-    @field_validator("api_keys")
+    @field_validator("api_keys", "api_admin_keys")
     @classmethod
     def _long_keys(cls, keys: list[SecretStr]):
         # Short keys can be guessed, and the log filter only masks values of 8+ characters.
         if any(len(key.get_secret_value()) < 16 for key in keys):
             raise ValueError("every API key must be at least 16 characters long")
         return keys
+
+    @field_validator("api_tenants")
+    @classmethod
+    def _named_tenants(cls, tenants: dict[str, list[SecretStr]]):
+        for name, keys in tenants.items():
+            if not TENANT_NAME.fullmatch(name):
+                raise ValueError(f"a tenant's name is 1-64 letters, digits, '.', '_' or '-': {name!r} is not")
+            cls._long_keys(keys)
+        return tenants
+
+    @model_validator(mode="after")
+    def _one_tenant_a_key(self):
+        keys = [key.get_secret_value() for key in self.all_keys()]
+        if len(keys) != len(set(keys)):
+            raise ValueError("an API key appears twice among API_KEYS, API_TENANTS and API_ADMIN_KEYS: "
+                             "a key belongs to one tenant")
+        return self
+
+    def all_keys(self) -> list[SecretStr]:
+        """Every accepted key: API_KEYS, API_TENANTS' and API_ADMIN_KEYS."""
+        return [*self.api_keys, *(key for keys in self.api_tenants.values() for key in keys), *self.api_admin_keys]
 
     @model_validator(mode="after")
     def _sagemaker_payload(self):

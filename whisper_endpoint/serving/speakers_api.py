@@ -2,6 +2,7 @@
 
 ``POST /v1/speakers`` takes ``{"name", "audio": [1-3 clips]}`` (the rules of ``known_speakers``) or
 ``{"name", "job_id", "speaker"}`` (a speaker of a finished diarized job, whose voice the job worker kept).
+Each key reaches its tenant's entries only, and enrols from its tenant's jobs only (core/tenants.py).
 Bodies are JSON under ``MAX_BODY_BYTES`` and the body timeout; decoding and embedding run on threads.
 """
 
@@ -30,6 +31,7 @@ from whisper_endpoint.core.config import (
 )
 from whisper_endpoint.core.errors import InvalidParameterError, UnsupportedOptionError
 from whisper_endpoint.jobs.store import SUCCEEDED
+from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.limits import limited_stream
 from whisper_endpoint.serving.responses import JSONResult
 from whisper_endpoint.speakers.enrolment import decode_clip
@@ -106,8 +108,9 @@ def router(service, jobs) -> APIRouter:
 
         return await anyio.to_thread.run_sync(embed)
 
-    async def job_voice(enrolment: JobEnrolment, voices):
-        job = await anyio.to_thread.run_sync(jobs.store.get, enrolment.job_id) if jobs and jobs.store else None
+    async def job_voice(enrolment: JobEnrolment, voices, tenant):
+        job = await anyio.to_thread.run_sync(jobs.store.get, enrolment.job_id, tenant.only) \
+            if jobs and jobs.store else None
         if job is None:
             raise NotFoundError(f"no job {enrolment.job_id!r}: it never existed, was deleted or has expired",
                                 code="job_not_found")
@@ -124,42 +127,42 @@ def router(service, jobs) -> APIRouter:
 
     @router.post("/v1/speakers", status_code=201, summary="Enrol a voice: clips of it, or a speaker of a finished job")
     async def enrol(request: Request) -> JSONResult:
-        voices = library()
+        voices, tenant = library(), auth.tenant(request)
         enrolment = await body(request, KnownSpeaker)
         if isinstance(enrolment, JobEnrolment):
-            embeddings = await job_voice(enrolment, voices)
+            embeddings = await job_voice(enrolment, voices, tenant)
         else:
             embeddings = await embedded(enrolment.audio)
-        speaker = await anyio.to_thread.run_sync(voices.add, enrolment.name, embeddings)
+        speaker = await anyio.to_thread.run_sync(voices.add, enrolment.name, embeddings, tenant.id)
         return JSONResult(speaker.public(), status_code=201, headers={"Location": f"/v1/speakers/{speaker.id}"})
 
     @router.get("/v1/speakers", summary="The library's speakers")
-    async def listed() -> JSONResult:
-        speakers = await anyio.to_thread.run_sync(library().speakers)
+    async def listed(request: Request) -> JSONResult:
+        speakers = await anyio.to_thread.run_sync(library().speakers, auth.tenant(request))
         return JSONResult({"object": "list", "data": [speaker.public() for speaker in speakers]})
 
     @router.get("/v1/speakers/{speaker_id}", summary="One speaker of the library")
-    async def read(speaker_id: str) -> JSONResult:
-        return JSONResult((await anyio.to_thread.run_sync(library().get, speaker_id)).public())
+    async def read(speaker_id: str, request: Request) -> JSONResult:
+        return JSONResult((await anyio.to_thread.run_sync(library().get, speaker_id, auth.tenant(request))).public())
 
     @router.patch("/v1/speakers/{speaker_id}", summary="Rename a speaker")
     async def rename(speaker_id: str, request: Request) -> JSONResult:
-        voices = library()
-        await anyio.to_thread.run_sync(voices.get, speaker_id)  # 404 before reading a body for nothing
+        voices, tenant = library(), auth.tenant(request)
+        await anyio.to_thread.run_sync(voices.get, speaker_id, tenant)  # 404 before reading a body for nothing
         change = await body(request, Rename)
-        return JSONResult((await anyio.to_thread.run_sync(voices.rename, speaker_id, change.name)).public())
+        return JSONResult((await anyio.to_thread.run_sync(voices.rename, speaker_id, change.name, tenant)).public())
 
     @router.post("/v1/speakers/{speaker_id}/audio", summary="Add clips of a speaker's voice")
     async def add_audio(speaker_id: str, request: Request) -> JSONResult:
-        voices = library()
-        await anyio.to_thread.run_sync(voices.get, speaker_id)
+        voices, tenant = library(), auth.tenant(request)
+        await anyio.to_thread.run_sync(voices.get, speaker_id, tenant)
         clips = await body(request, Clips)
         embeddings = await embedded(clips.audio)
-        return JSONResult((await anyio.to_thread.run_sync(voices.add_clips, speaker_id, embeddings)).public())
+        return JSONResult((await anyio.to_thread.run_sync(voices.add_clips, speaker_id, embeddings, tenant)).public())
 
     @router.delete("/v1/speakers/{speaker_id}", status_code=204, summary="Forget a speaker")
-    async def delete(speaker_id: str) -> Response:
-        await anyio.to_thread.run_sync(library().delete, speaker_id)
+    async def delete(speaker_id: str, request: Request) -> Response:
+        await anyio.to_thread.run_sync(library().delete, speaker_id, auth.tenant(request))
         return Response(status_code=204)
 
     return router

@@ -10,6 +10,7 @@ from fastapi import APIRouter, Request
 
 from whisper_endpoint.adapters import http
 from whisper_endpoint.adapters.payloads import sagemaker_attributes, text_parameters
+from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.auth import APIKeys
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.responses import JSONResult
@@ -47,12 +48,13 @@ def inference_router(service: InferenceService) -> APIRouter:
     @router.post("/", summary="Toolkit payload: JSON {inputs: base64, parameters} or the audio file")
     @router.post("/predict", summary="Same as POST /")
     async def predict(request: Request) -> JSONResult:
-        context = service.context(settings.request_timeout_s, "REQUEST_TIMEOUT_S")
+        context = service.context(settings.request_timeout_s, "REQUEST_TIMEOUT_S", tenant=auth.tenant(request).id)
         return await run(request, settings.max_body_bytes, text_parameters(request.query_params.items()), context)
 
     @router.post("/invocations", summary="SageMaker: JSON or audio (audio/x-audio, audio/*) bodies")
     async def invocations(request: Request) -> JSONResult:
-        context = service.context(settings.sagemaker_request_timeout_s, "SAGEMAKER_REQUEST_TIMEOUT_S")
+        context = service.context(settings.sagemaker_request_timeout_s, "SAGEMAKER_REQUEST_TIMEOUT_S",
+                                  tenant=auth.tenant(request).id)
         attributes = sagemaker_attributes(request.headers.get("x-amzn-sagemaker-custom-attributes"))
         parameters = text_parameters([*request.query_params.items(), *attributes])
         return await run(request, settings.sagemaker_max_body_bytes, parameters, context, "SAGEMAKER_MAX_BODY_BYTES")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.core.tenants import DEFAULT
 from whisper_endpoint.core.types import Speakers, SpeakerTurn, Transcript, clamped
 from whisper_endpoint.diarization.base import Diarization
 from whisper_endpoint.speakers import names as speaker_names
@@ -60,13 +61,14 @@ def load_voices(settings, diarizer) -> Voiceprints:
     return voiceprints(read_speakers_dir(settings.speakers_dir), diarizer.embed_voice)
 
 
-def request_voices(diarizer, config, deployment: Voiceprints, library=None) -> Voiceprints:
-    """The voiceprints this request names speakers with: the library's (``SPEAKERS_DIR``'s among them; without a
-    library ``deployment``, SPEAKERS_DIR's), unless ``speaker_library: false``, and its own (its own win)."""
+def request_voices(diarizer, config, deployment: Voiceprints, library=None, tenant: str = DEFAULT) -> Voiceprints:
+    """The voiceprints this request names speakers with: the library's for ``tenant`` (``SPEAKERS_DIR``'s among
+    them; without a library ``deployment``, SPEAKERS_DIR's), unless ``speaker_library: false``, and its own
+    (its own win)."""
     if not config.speaker_library:
         deployment = {}
     elif library is not None:
-        deployment = library.voiceprints()
+        deployment = library.voiceprints(tenant)
     if config.known_speakers is None:
         return deployment
     diarized = config.diarize_channels if config.multichannel else config.diarize

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings
 from whisper_endpoint.core.decode_context import DIARIZING, DecodeContext
+from whisper_endpoint.core.tenants import DEFAULT
 from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, Transcript
 from whisper_endpoint.diarization.base import Diarization
 from whisper_endpoint.speakers import alongside, labels
@@ -46,11 +47,11 @@ class SpeakerStep:
         step.library = library
         return step
 
-    def request(self, config: InferenceConfig, warnings: list[str]) -> RequestSpeakers:
-        """What ``config`` asks of the speakers. Known speakers' clips are decoded and embedded here, so a
-        bad clip is refused before any decoding; a speaker option that cannot apply is explained in
-        ``warnings``."""
-        voices = labels.request_voices(self.diarizer, config, self.voices, self.library)
+    def request(self, config: InferenceConfig, warnings: list[str], tenant: str = DEFAULT) -> RequestSpeakers:
+        """What ``config`` asks of the speakers, for ``tenant`` (whose library voices name them). Known
+        speakers' clips are decoded and embedded here, so a bad clip is refused before any decoding; a
+        speaker option that cannot apply is explained in ``warnings``."""
+        voices = labels.request_voices(self.diarizer, config, self.voices, self.library, tenant)
         if config.multichannel:
             wanted = config.diarize_channels and self.diarizer is not None
             if config.diarize_channels and self.diarizer is None:

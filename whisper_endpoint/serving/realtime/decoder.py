@@ -9,11 +9,13 @@ committed utterance; a busy server sends fewer deltas, not later results.
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import anyio
 import numpy as np
 
 from whisper_endpoint.core.decode_context import DISCONNECTED, DecodeContext
+from whisper_endpoint.core.tenants import DEFAULT
 from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.serving.realtime.session import Decoder
 from whisper_endpoint.serving.realtime.speakers import LiveSpeakers
@@ -21,8 +23,8 @@ from whisper_endpoint.serving.service import InferenceService
 
 
 class ServiceDecoder(Decoder):
-    def __init__(self, service: InferenceService):
-        self.service = service
+    def __init__(self, service: InferenceService, tenant: str = DEFAULT):
+        self.service, self.tenant = service, tenant  # whose library voices name the session's speakers
         self._running: set[DecodeContext] = set()
         self._speakers: LiveSpeakers | None = None  # this session's voices, made on its first labelled utterance
 
@@ -32,7 +34,8 @@ class ServiceDecoder(Decoder):
             return None
         if self._speakers is None:
             library = self.service.library
-            self._speakers = LiveSpeakers(diarizer.embed_voice, library.voiceprints if library is not None else dict)
+            voiceprints = partial(library.voiceprints, self.tenant) if library is not None else dict
+            self._speakers = LiveSpeakers(diarizer.embed_voice, voiceprints)
         return await anyio.to_thread.run_sync(self._speakers.label, samples)
 
     async def final(self, samples: np.ndarray, parameters: dict) -> tuple[str, str | None]:
@@ -46,7 +49,7 @@ class ServiceDecoder(Decoder):
         return (await self._decode(samples, parameters)).get("text", "")
 
     async def _decode(self, samples: np.ndarray, parameters: dict) -> dict:
-        context = DecodeContext(listeners=(self._moved,))
+        context = DecodeContext(listeners=(self._moved,), tenant=self.tenant)
         self._running.add(context)
         try:
             result = await self.service.run(_payload(samples, parameters), context)

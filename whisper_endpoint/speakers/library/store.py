@@ -4,7 +4,10 @@ An entry keeps one unit embedding per enrolment clip (its voiceprint is their no
 ``known_speakers``) and the library records the embedding model they came from: a file made with
 another model is refused when opened, since its vectors would be compared with incomparable ones.
 Every change is one SQLite transaction, so a crash mid-write leaves the entry as it was before it.
-``SPEAKERS_DIR``'s voices are read-only entries held in memory (the folder stays their source).
+``SPEAKERS_DIR``'s voices are read-only entries held in memory (the folder stays their source), the same for
+every tenant. Every other entry is its tenant's (core/tenants.py): another tenant is told it does not exist,
+and names are unique within a tenant. A library from before tenants is migrated when opened: its entries
+become the default tenant's.
 """
 
 from __future__ import annotations
@@ -21,12 +24,14 @@ from pathlib import Path
 import numpy as np
 
 from whisper_endpoint.core.errors import ClientError, ModelLoadError
+from whisper_endpoint.core.tenants import ANYONE, DEFAULT, Tenant
 
 MAX_CLIPS = 10  # clips one entry gathers over its POST /v1/speakers/{id}/audio calls
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS library (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS speakers (
-    id TEXT PRIMARY KEY, name TEXT NOT NULL UNIQUE, embeddings TEXT NOT NULL, created_at INTEGER NOT NULL);
+    id TEXT PRIMARY KEY, name TEXT NOT NULL, embeddings TEXT NOT NULL, created_at INTEGER NOT NULL,
+    tenant TEXT NOT NULL DEFAULT 'default', UNIQUE (tenant, name));
 CREATE TABLE IF NOT EXISTS job_voices (
     job_id TEXT NOT NULL, speaker TEXT NOT NULL, embedding TEXT NOT NULL, created_at INTEGER NOT NULL,
     PRIMARY KEY (job_id, speaker));
@@ -53,6 +58,7 @@ class Speaker:
     created_at: int
     embedding_model: str
     read_only: bool = False
+    tenant: str = DEFAULT
 
     @property
     def voiceprint(self) -> np.ndarray:
@@ -73,13 +79,14 @@ class VoiceLibrary:
                  seeds: dict[str, np.ndarray] | None = None):
         self.path, self.embedding_model, self.max_speakers = Path(path), embedding_model, max_speakers
         self._lock = threading.Lock()
-        self._prints: dict[str, np.ndarray] | None = None
+        self._prints: dict[str, dict[str, np.ndarray]] = {}  # tenant -> name -> voiceprint
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")  # a committed entry survives a power cut too
             self._db.executescript(_SCHEMA)
+            self._add_tenants()
             self._claim_model()
         except sqlite3.Error as exc:
             raise ModelLoadError(f"SPEAKERS_DB={self.path} cannot be opened: {exc}") from exc
@@ -97,58 +104,81 @@ class VoiceLibrary:
                 f"with {self.embedding_model!r}: their vectors cannot be compared. Set SPEAKERS_DB to another file "
                 "(and enrol the voices again), or run the diarizer the library was made with")
 
+    def _add_tenants(self) -> None:
+        """A library from before tenants (``name`` unique over all): its entries become the default tenant's."""
+        columns = [row[1] for row in self._db.execute("PRAGMA table_info(speakers)")]
+        if "tenant" in columns:
+            return
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            self._db.execute("ALTER TABLE speakers RENAME TO speakers_before_tenants")
+            self._db.execute(_SCHEMA.split(";")[1])  # the table as it is now
+            self._db.execute("INSERT INTO speakers (id, name, embeddings, created_at, tenant) "
+                             "SELECT id, name, embeddings, created_at, ? FROM speakers_before_tenants", (DEFAULT,))
+            self._db.execute("DROP TABLE speakers_before_tenants")
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
 
     # --- reading -------------------------------------------------------------------------------
 
-    def speakers(self) -> list[Speaker]:
+    def speakers(self, tenant: Tenant = ANYONE) -> list[Speaker]:
+        """The entries ``tenant`` sees: SPEAKERS_DIR's and its own (an administrator: every tenant's)."""
+        where, params = _owned(tenant)
         with self._lock:
-            rows = self._db.execute("SELECT * FROM speakers ORDER BY created_at, name").fetchall()
+            rows = self._db.execute(f"SELECT {_COLUMNS} FROM speakers{where} ORDER BY created_at, name",
+                                    params).fetchall()
         return [*self._seeds.values(), *map(self._speaker, rows)]
 
-    def get(self, speaker_id: str) -> Speaker:
+    def get(self, speaker_id: str, tenant: Tenant = ANYONE) -> Speaker:
         seed = next((s for s in self._seeds.values() if s.id == speaker_id), None)
         if seed is not None:
             return seed
         with self._lock:
-            row = self._db.execute("SELECT * FROM speakers WHERE id = ?", (speaker_id,)).fetchone()
-        if row is None:
+            row = self._db.execute(f"SELECT {_COLUMNS} FROM speakers WHERE id = ?", (speaker_id,)).fetchone()
+        if row is None or not tenant.sees(row[4]):  # another tenant's: as if it did not exist
             raise SpeakerNotFoundError(f"no speaker {speaker_id!r} in the library: it never existed or was deleted")
         return self._speaker(row)
 
-    def voiceprints(self) -> dict[str, np.ndarray]:
-        """name -> unit voiceprint, for matching (cached until the next change)."""
-        prints = self._prints
+    def voiceprints(self, tenant: str = DEFAULT) -> dict[str, np.ndarray]:
+        """name -> unit voiceprint of ``tenant``'s entries and SPEAKERS_DIR's, for matching (cached until the
+        next change)."""
+        prints = self._prints.get(tenant)
         if prints is None:
-            prints = self._prints = {speaker.name: speaker.voiceprint for speaker in self.speakers()}
+            seen = self.speakers(Tenant(tenant))
+            prints = self._prints[tenant] = {speaker.name: speaker.voiceprint for speaker in seen}
         return prints
 
     # --- changing ------------------------------------------------------------------------------
 
-    def add(self, name: str, embeddings: list[np.ndarray]) -> Speaker:
+    def add(self, name: str, embeddings: list[np.ndarray], tenant: str = DEFAULT) -> Speaker:
+        """A new entry of ``tenant``'s (at most SPEAKERS_MAX a tenant, SPEAKERS_DIR's counted in)."""
         speaker_id, created = uuid.uuid4().hex, int(time.time())
         with self._lock, self._transaction():
-            self._check_name_free(name)
-            count = self._db.execute("SELECT COUNT(*) FROM speakers").fetchone()[0] + len(self._seeds)
-            if count >= self.max_speakers:
+            self._check_name_free(name, tenant)
+            count = self._db.execute("SELECT COUNT(*) FROM speakers WHERE tenant = ?", (tenant,)).fetchone()[0]
+            if count + len(self._seeds) >= self.max_speakers:
                 raise LibraryError(f"the speaker library is full ({self.max_speakers} speakers, SPEAKERS_MAX); "
                                    "delete one first", code="speaker_library_full")
-            self._db.execute("INSERT INTO speakers VALUES (?, ?, ?, ?)",
-                             (speaker_id, name, _dump(embeddings), created))
-        return self.get(speaker_id)
+            self._db.execute("INSERT INTO speakers (id, name, embeddings, created_at, tenant) VALUES (?, ?, ?, ?, ?)",
+                             (speaker_id, name, _dump(embeddings), created, tenant))
+        return self.get(speaker_id, _ALL)  # checked above
 
-    def rename(self, speaker_id: str, name: str) -> Speaker:
-        speaker = self._writable(speaker_id)
+    def rename(self, speaker_id: str, name: str, tenant: Tenant = ANYONE) -> Speaker:
+        speaker = self._writable(speaker_id, tenant)
         if name != speaker.name:
             with self._lock, self._transaction():
-                self._check_name_free(name)
+                self._check_name_free(name, speaker.tenant)
                 self._db.execute("UPDATE speakers SET name = ? WHERE id = ?", (name, speaker_id))
-        return self.get(speaker_id)
+        return self.get(speaker_id, _ALL)  # checked above
 
-    def add_clips(self, speaker_id: str, embeddings: list[np.ndarray]) -> Speaker:
-        self._writable(speaker_id)
+    def add_clips(self, speaker_id: str, embeddings: list[np.ndarray], tenant: Tenant = ANYONE) -> Speaker:
+        self._writable(speaker_id, tenant)
         with self._lock, self._transaction():
             row = self._db.execute("SELECT embeddings FROM speakers WHERE id = ?", (speaker_id,)).fetchone()
             if row is None:
@@ -159,10 +189,10 @@ class VoiceLibrary:
                                    code="speaker_clips_full")
             self._db.execute("UPDATE speakers SET embeddings = ? WHERE id = ?",
                              (json.dumps(kept + json.loads(_dump(embeddings))), speaker_id))
-        return self.get(speaker_id)
+        return self.get(speaker_id, _ALL)  # checked above
 
-    def delete(self, speaker_id: str) -> None:
-        self._writable(speaker_id)
+    def delete(self, speaker_id: str, tenant: Tenant = ANYONE) -> None:
+        self._writable(speaker_id, tenant)
         with self._lock, self._transaction():
             self._db.execute("DELETE FROM speakers WHERE id = ?", (speaker_id,))
 
@@ -193,23 +223,24 @@ class VoiceLibrary:
     def _transaction(self, changes_voices: bool = True):
         return _Transaction(self, changes_voices)
 
-    def _writable(self, speaker_id: str) -> Speaker:
-        speaker = self.get(speaker_id)
+    def _writable(self, speaker_id: str, tenant: Tenant) -> Speaker:
+        speaker = self.get(speaker_id, tenant)
         if speaker.read_only:
             raise LibraryError(f"speaker {speaker.name!r} comes from SPEAKERS_DIR and is read-only: change its folder "
                                "and restart the server", code="speaker_read_only")
         return speaker
 
-    def _check_name_free(self, name: str) -> None:
-        taken = name in self._seeds or self._db.execute("SELECT 1 FROM speakers WHERE name = ?", (name,)).fetchone()
+    def _check_name_free(self, name: str, tenant: str) -> None:
+        taken = name in self._seeds or self._db.execute("SELECT 1 FROM speakers WHERE name = ? AND tenant = ?",
+                                                        (name, tenant)).fetchone()
         if taken:
             raise LibraryError(f"the library already has a speaker named {name!r}; choose another name or add "
                                "clips to that one (POST /v1/speakers/{id}/audio)", code="speaker_name_taken")
 
     def _speaker(self, row) -> Speaker:
-        speaker_id, name, embeddings, created = row
+        speaker_id, name, embeddings, created, tenant = row
         return Speaker(speaker_id, name, tuple(tuple(e) for e in json.loads(embeddings)), created,
-                       self.embedding_model)
+                       self.embedding_model, tenant=tenant)
 
 
 class _Transaction:
@@ -224,8 +255,17 @@ class _Transaction:
     def __exit__(self, kind, value, traceback):
         self.library._db.execute("ROLLBACK" if kind else "COMMIT")
         if self.changes_voices and kind is None:
-            self.library._prints = None
+            self.library._prints = {}
         return False
+
+
+_COLUMNS = "id, name, embeddings, created_at, tenant"
+_ALL = Tenant("", admin=True)  # the library's own reading, after a change it checked
+
+
+def _owned(tenant: Tenant) -> tuple[str, tuple]:
+    """The WHERE clause (and its parameters) of the rows ``tenant`` sees."""
+    return ("", ()) if tenant.only is None else (" WHERE tenant = ?", (tenant.only,))
 
 
 def _seed_id(name: str) -> str:
