@@ -94,6 +94,7 @@ class CTranslate2Backend:
         except (RuntimeError, ValueError, OSError) as exc:
             raise ModelLoadError(f"faster-whisper could not load {model_name!r}: {exc}") from exc
         self.model_name = model_name
+        self.model_path = model_path  # its files' digest is in a kept block's key (blocks/saved.py)
         self.device, self.compute_type = device, compute_type
         self.max_batch_size = max_batch_size
         self.voices = voices  # groups speech by speaker for the languages' rule (language_parts.py)

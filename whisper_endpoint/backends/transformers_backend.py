@@ -95,6 +95,8 @@ class TransformersBackend:
             pipe.model.get_encoder().register_forward_pre_hook(_before_window, with_kwargs=True)
             pipe.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
         self.model_name = model_name
+        self.model_path = model_path  # its files' digest is in a kept block's key (blocks/saved.py)
+        self.assistant_name = assistant_name if assistant_path is not None else None
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
         if assistant_path is not None:

@@ -29,17 +29,28 @@ def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig,
     """``samples`` (an array or ``SpooledSamples``) in the blocks ``spans``: the transcript and its speakers."""
     parameters = config.model_dump(mode="json")
     checkpoints = context.checkpoints
+    # What decodes the blocks, in each kept block's key (a request whose blocks no one keeps needs none).
+    work = saved.work(asr, speakers.step.diarizer if speakers.diarized else None) if checkpoints is not None else {}
     results: list[BlockResult] = []
+    not_taken: dict[str, int] = {}  # why kept blocks were decoded again -> how many
     windows, segments = 0, ()
     for index, (start, stop) in enumerate(spans):
         block = Block(index, len(spans), start / SAMPLE_RATE, windows, _windows_after(spans, index, windows),
                       segments)
-        key = saved.key(start, stop, parameters)
-        body = checkpoints.load(index, key) if checkpoints is not None else None
+        piece = np.ascontiguousarray(samples[start:stop], dtype=np.float32)
+        body = key = None
+        if checkpoints is not None:
+            key = saved.key(start, stop, saved.samples_digest(piece), parameters, work)
+            body = checkpoints.load(index, key)
+            kept = _other_key(checkpoints, index, key) if body is None else None
+            if kept is not None:  # kept under another key: by another server's models, say
+                why = saved.why_not_taken(kept, key)
+                not_taken[why] = not_taken.get(why, 0) + 1
         if body is None:
-            body = saved.dumped(_decoded(asr, speakers, samples, start, stop, config, context.in_block(block)))
+            body = saved.dumped(_decoded(asr, speakers, piece, start, stop, config, context.in_block(block)))
             if checkpoints is not None:
                 checkpoints.save(index, key, body)
+        del piece  # one block's samples in memory at a time
         result = saved.loaded(body)  # the same values whether decoded now or taken from a checkpoint
         results.append(result)
         windows += result.windows
@@ -48,6 +59,9 @@ def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig,
                      segments)
         context.in_block(done).report(0, 0, ())  # one more block done; a stop asked for stops here
     transcript = _joined([result.transcript for result in results], spans)
+    redone = [f"{count} kept block{'s were' if count > 1 else ' was'} decoded again: "
+              f"{'they were' if count > 1 else 'it was'} {why}" for why, count in not_taken.items()]
+    transcript = replace(transcript, warnings=[*redone, *transcript.warnings])
     if not speakers.diarized:
         return transcript, None
     if all(result.diarization is None for result in results):
@@ -57,10 +71,17 @@ def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig,
     return transcript, speakers.label(transcript, diarization, np.zeros(0, np.float32), duration, config, context)
 
 
-def _decoded(asr, speakers: RequestSpeakers, samples, start: int, stop: int, config: InferenceConfig,
+def _other_key(checkpoints, index: int, key: str) -> str | None:
+    """The key of the block kept at ``index`` when it is not ``key``, if the checkpoints can tell (a job's can:
+    ``KeptBlocks.other_key``)."""
+    other_key = getattr(checkpoints, "other_key", None)
+    return other_key(index, key) if other_key is not None else None
+
+
+def _decoded(asr, speakers: RequestSpeakers, piece: np.ndarray, start: int, stop: int, config: InferenceConfig,
              context: DecodeContext) -> BlockResult:
-    """One block through the ASR with its diarization alongside; times in the recording's."""
-    piece = np.ascontiguousarray(samples[start:stop], dtype=np.float32)
+    """One block (``piece``: its samples) through the ASR with its diarization alongside; times in the
+    recording's."""
     with speakers.diarizing(piece, _block_counts(config), context, found_no_speech=asr_step.found_none) as diarized:
         transcript = asr_step.transcribe_speech(asr, piece, speakers.asr_config(config), context)
         found = diarized(transcript)

@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 # embeddings need far more); it returns no turns instead of asking the models.
 MIN_SAMPLES = SAMPLE_RATE // 4
 _SILENCE_PEAK = 1e-4  # -80 dBFS: digital silence and dither
+# The embedded pipeline's settings beside pyannote's hyperparameters (embedded/pipeline.py), in a description.
+_REFINEMENTS = ("segmentation_step", "speech_fill", "turn_check", "count_check", "voice_changes", "window_check",
+                "tiling", "embedding_exclude_overlap")
 
 
 @dataclass
@@ -114,6 +117,25 @@ class Diarizer:
 
         with torch_threads(self.threads):
             return embed_voice(self.pipeline, samples)
+
+    def description(self) -> dict:
+        """What decides this diarizer's turns besides the samples, the same from one server to the next (a
+        kept block's key, whisper_endpoint/blocks/saved.py): its name, device, pipeline class, the pipeline's
+        hyperparameters and the embedded pipeline's refinements."""
+        pipeline = self.pipeline
+        kind = f"{type(pipeline).__module__}.{type(pipeline).__qualname__}"
+        described = {"name": self.name, "device": str(self.device), "pipeline": kind}
+        try:  # pyannote's Pipeline: the instantiated hyperparameters (clustering threshold...)
+            described["parameters"] = pipeline.parameters(instantiated=True)
+        except Exception:  # not a pyannote Pipeline, or not instantiated
+            pass
+        for name in _REFINEMENTS:
+            if hasattr(pipeline, name):
+                described[name] = repr(getattr(pipeline, name))  # floats and option dataclasses
+        network = getattr(pipeline, "embedding_network", None)
+        if network is not None:  # CAM++ on ONNX Runtime or on torch
+            described["onnx"] = getattr(network, "onnx_trunk", None) is not None
+        return described
 
     @property
     def embedding_model(self) -> str:

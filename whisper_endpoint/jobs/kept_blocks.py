@@ -23,6 +23,15 @@ class KeptBlocks:
             logger.info("job %s: block %d taken from the store, not decoded again", self.job_id, index)
         return body
 
+    def other_key(self, index: int, key: str) -> str | None:
+        """The key of the block kept at ``index`` when it is not ``key`` (None: none kept, or under ``key``): a
+        block decoded by other models, or for other samples, which is decoded again."""
+        kept = self.store.block_key(self.job_id, index)
+        if kept is None or kept == key:
+            return None
+        logger.info("job %s: block %d was kept under another key: decoded again", self.job_id, index)
+        return kept
+
     def save(self, index: int, key: str, body: dict) -> None:
         if not self.store.save_block(self.job_id, self.owner, index, key, body):
             logger.info("job %s: block %d not kept: this server no longer holds the job", self.job_id, index)
