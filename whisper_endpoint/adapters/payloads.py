@@ -1,8 +1,8 @@
 """From an HTTP request to the handler's ``{"inputs": ..., "parameters": {...}}``.
 
-JSON bodies are the toolkit's payload as they are (``inputs`` base64, ``parameters``), decoded in steps
-(``stepped_json``: a long array of samples becomes float32 a slice at a time, with the collector
-paused). Binary bodies are
+JSON bodies are the toolkit's payload as they are (``inputs`` base64, ``parameters``), their nesting
+bounded first (``core/bounded_json.py``), then decoded in steps (``stepped_json``: a long array of samples
+becomes float32 a slice at a time, with the collector paused). Binary bodies are
 the audio file itself: ``audio/*`` and ``video/*`` (webm, mp4), and the generic types clients send
 when they do not know better (none at all from ``InferenceClient``, ``application/octet-stream``,
 curl's ``application/x-www-form-urlencoded``). Their parameters come from the query string (and on
@@ -16,6 +16,7 @@ from typing import Optional
 
 from whisper_endpoint.adapters import gc_quiet, stepped_json
 from whisper_endpoint.adapters.errors import InvalidBodyError, UnsupportedMediaTypeError
+from whisper_endpoint.core import bounded_json
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.errors import PayloadTooLargeError
 
@@ -48,13 +49,17 @@ def toolkit_payload(body: bytes, kind: str, parameters: dict) -> dict:
     """The handler's payload for a JSON or binary body; ``parameters`` from outside the body."""
     if is_json(kind):
         try:
+            bounded_json.check(body, "the JSON body", max_depth=bounded_json.BODY_MAX_DEPTH)
+        except bounded_json.JSONValueError as exc:
+            raise InvalidBodyError(f"the JSON body is {exc.problem}") from None
+        try:
             with gc_quiet.paused():
                 data = stepped_json.loads(body.decode("utf-8"), MAX_JSON_ITEMS)
         except stepped_json.TooManyItems:
             raise PayloadTooLargeError(
                 f"the JSON body has more than {MAX_JSON_ITEMS} array elements; send audio as a file or base64",
                 code="body_too_large") from None
-        except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: nesting too deep
+        except bounded_json.PARSER_ERRORS:  # UnicodeDecodeError, ValueError; OverflowError: a huge integer
             raise InvalidBodyError(
                 "the body is not valid JSON; send {\"inputs\": \"<base64 audio>\", \"parameters\": {...}} "
                 "or the audio file itself with an audio/* content type"

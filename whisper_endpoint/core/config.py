@@ -6,7 +6,6 @@ for. Both validate everything and say what would have been valid.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Annotated, ClassVar, Literal, Optional
@@ -24,6 +23,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from whisper_endpoint.core import bounded_json
 from whisper_endpoint.core.languages import normalize_language
 from whisper_endpoint.core.types import SAMPLE_RATE
 
@@ -45,6 +45,19 @@ def _not_reserved(name: str) -> str:
 
 
 SpeakerName = Annotated[ChannelName, AfterValidator(_not_reserved)]
+
+
+def _text_list(value: str, name: str, expected: str) -> list:
+    """A list parameter sent as text (query string, form fields): a JSON list or comma-separated values,
+    its length and depth bounded before it is parsed (core/bounded_json.py); ``ValueError`` otherwise."""
+    text = value.strip()
+    try:
+        if text.startswith("["):
+            return bounded_json.loads(text, name)
+        bounded_json.check(text, name, max_depth=None, max_length=bounded_json.PARAMETER_MAX_LENGTH)
+    except bounded_json.JSONValueError as exc:
+        raise ValueError(f"{exc.problem}; send {expected}") from None
+    return text.split(",")
 
 
 class KnownSpeaker(BaseModel):
@@ -335,8 +348,7 @@ class InferenceConfig(SubtitleOptions):
     @classmethod
     def _languages(cls, value):
         if isinstance(value, str):  # text-only routes: a JSON list or comma-separated codes
-            text = value.strip()
-            value = json.loads(text) if text.startswith("[") else text.split(",")
+            value = _text_list(value, "languages", "a JSON list of language codes or comma-separated codes")
         if not isinstance(value, list) or not all(isinstance(code, str) for code in value):
             raise ValueError("must be a list of language codes or names, e.g. ['nl', 'en']")
         codes = [normalize_language(code) for code in value]
@@ -360,13 +372,7 @@ class InferenceConfig(SubtitleOptions):
     def _channel_names(cls, value):
         # Text-only routes (query string, OpenAI form fields) send a JSON list or comma-separated names.
         if isinstance(value, str):
-            text = value.strip()
-            if text.startswith("["):
-                try:
-                    return json.loads(text)
-                except ValueError:
-                    raise ValueError("must be a JSON list of names or comma-separated names") from None
-            return text.split(",")
+            return _text_list(value, "channel_names", "a JSON list of names or comma-separated names")
         return value
 
     @field_validator("channel_names")

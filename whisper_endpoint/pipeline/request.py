@@ -98,7 +98,10 @@ def _array_audio(inputs: Mapping, config, warnings, max_seconds) -> Audio:
             f"{config.sampling_rate} was ignored"
         )
     convert = channels_from_array if config.multichannel else from_array
-    return convert(inputs[key], rate, max_seconds=max_seconds)
+    try:
+        return convert(inputs[key], rate, max_seconds=max_seconds)
+    except OverflowError:  # a JSON integer of hundreds of digits: too large for any float
+        raise InvalidInputError("inputs.array must be numbers in -1..1; one is too large for any float") from None
 
 
 def _check_channel_options(config: InferenceConfig, audio: Audio, warnings: list[str]) -> None:
