@@ -43,7 +43,7 @@ def store(path: Path, kind: str, parameters: dict) -> tuple[str, dict]:
         samples = inputs["array"] if "array" in inputs else inputs["raw"]
         try:
             samples = np.asarray(samples, dtype=np.float32)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):  # an integer too large for any float: OverflowError
             raise InvalidInputError("inputs.array must be numbers: [samples...], or one list per channel") from None
         extra = {"sampling_rate": np.asarray(inputs["sampling_rate"])} if "sampling_rate" in inputs else {}
         _replace(path, lambda file: np.savez(file, array=samples, **extra))

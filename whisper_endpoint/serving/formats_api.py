@@ -25,6 +25,7 @@ from starlette.responses import Response
 from whisper_endpoint import formats
 from whisper_endpoint.adapters import gc_quiet, stepped_json
 from whisper_endpoint.adapters.errors import with_param
+from whisper_endpoint.core import bounded_json
 from whisper_endpoint.core.errors import InvalidParameterError, PayloadTooLargeError
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.service import InferenceService
@@ -106,12 +107,15 @@ def _render(body: bytes, name: str, max_items: int, context: formats.Context) ->
     """Blocking (a thread): the body decoded and checked in steps (each short: the event loop gets the
     GIL between them), then rendered as ``name``."""
     try:
+        bounded_json.check(body, "the transcript", max_depth=bounded_json.BODY_MAX_DEPTH)
         data = stepped_json.loads(body.decode("utf-8") if body else "{}", max_items)
+    except bounded_json.JSONValueError:
+        raise
     except stepped_json.TooManyItems:
         raise PayloadTooLargeError(
             f"the transcript has more than {max_items} chunks, speaker turns and segments, the most this route "
             "renders (setting FORMATS_MAX_ITEMS)", code="too_many_items") from None
-    except ValueError as exc:  # UnicodeDecodeError included
+    except bounded_json.PARSER_ERRORS as exc:  # UnicodeDecodeError included
         raise RequestValidationError([{"type": "json_invalid", "loc": (), "msg": f"Invalid JSON: {exc}",
                                        "input": ""}]) from None
     errors: list = []

@@ -8,7 +8,6 @@ Bodies are JSON under ``MAX_BODY_BYTES`` and the body timeout; decoding and embe
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import anyio
@@ -24,6 +23,7 @@ from pydantic import (
 from starlette.responses import Response
 
 from whisper_endpoint.adapters.errors import InvalidBodyError, NotFoundError
+from whisper_endpoint.core import bounded_json
 from whisper_endpoint.core.config import (
     MAX_CLIPS_PER_SPEAKER,
     KnownSpeaker,
@@ -88,9 +88,10 @@ def router(service, jobs) -> APIRouter:
         raw = b"".join([chunk async for chunk in limited_stream(
             request, service.settings.max_body_bytes, service.settings.body_timeout_s)])
         try:
-            data = json.loads(raw)
-        except ValueError:
-            raise InvalidBodyError("the body must be a JSON object, e.g. {\"name\": \"Ann\", \"audio\": [...]}") from None
+            data = bounded_json.loads(raw, "the body", max_depth=bounded_json.BODY_MAX_DEPTH, max_length=None)
+        except bounded_json.JSONValueError as exc:
+            raise InvalidBodyError(f"the body must be a JSON object, e.g. {{\"name\": \"Ann\", \"audio\": [...]}}; "
+                                   f"it is {exc.problem}") from None
         if not isinstance(data, dict):
             raise InvalidBodyError(f"the body must be a JSON object, got {type(data).__name__}")
         if model is KnownSpeaker and "job_id" in data:
