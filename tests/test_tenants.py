@@ -8,7 +8,9 @@ from fillets_long); one diarized job and two diarized requests.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import sqlite3
 
 import numpy as np
@@ -17,17 +19,21 @@ import requests
 from pydantic import ValidationError
 
 from support.serving import live_server, wait_until
-from tests.test_known_speakers import FISH_ASR, _b64, excerpt, fish  # noqa: F401 (fixtures)
+from tests.test_known_speakers import AUDIO, FISH_ASR, RATE, _b64, excerpt, fish  # noqa: F401 (fixtures)
+from tests.test_live_speakers import COMPLETED
+from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.tenants import DEFAULT, Tenant, of_key
 from whisper_endpoint.jobs import JobSettings, open_store, schema
 from whisper_endpoint.serving import auth
 from whisper_endpoint.serving.app import create_app
+from whisper_endpoint.serving.realtime.client_secrets import ClientSecrets, SecretRequest
 from whisper_endpoint.serving.settings import ServerSettings
 from whisper_endpoint.speakers.library import VoiceLibrary
 from whisper_endpoint.speakers.library.settings import LibrarySettings
 
 A, B, ADMIN = "tenant-a-key-0123456789", "tenant-b-key-0123456789", "the-admin-key-0123456789"
 REQUEST = {**FISH_ASR, "return_speaker_turns": True}
+CAVE = AUDIO / "dialogues" / "fillets_cave.flac"
 
 
 def _as(key: str) -> dict:
@@ -117,6 +123,12 @@ def test_a_library_from_before_tenants_is_the_default_tenants_and_names_are_per_
     assert {s.id for s in library.speakers(Tenant("admin", admin=True))} >= {"s1", theirs.id}
 
 
+def test_a_client_secret_opens_a_session_of_the_tenant_it_was_issued_to():
+    secrets = ClientSecrets(60)
+    value = secrets.issue(SecretRequest(), "ta")["value"]
+    assert secrets.session_for(value)[1] == "ta" and secrets.session_for(value + "x") is None
+
+
 # --- the attack, over HTTP with real voices ----------------------------------------------------------------
 
 def _server(handler, folder):
@@ -126,6 +138,28 @@ def _server(handler, folder):
         library_settings=LibrarySettings(db=folder / "speakers.sqlite", max=4)))
 
 
+async def _live(url: str, key: str, samples: np.ndarray, turns: list[dict]) -> list[str]:
+    """The speaker of each turn committed in a live session opened with ``key`` (the openai SDK)."""
+    from openai import AsyncOpenAI
+
+    speakers = []
+    async with AsyncOpenAI(base_url=url + "/v1", api_key=key).realtime.connect(
+            extra_query={"intent": "transcription"}) as connection:
+        await connection.session.update(session={"type": "transcription", "audio": {"input": {
+            "format": {"type": "audio/pcm", "rate": 16000}, "turn_detection": None,
+            "transcription": {"language": "en", "speaker_labels": True}}}})
+        for turn in turns:
+            pcm = (samples[round(turn["start"] * RATE): round(turn["end"] * RATE)] * 32767).astype("<i2")
+            await connection.input_audio_buffer.append(audio=base64.b64encode(pcm.tobytes()).decode())
+            await connection.input_audio_buffer.commit()
+            async for event in connection:
+                assert event.type != "error", event
+                if event.type == COMPLETED:
+                    speakers.append((event.model_extra or {}).get("speaker"))
+                    break
+    return speakers
+
+
 def _named(url: str, key: str, audio: bytes) -> set[str]:
     response = requests.post(f"{url}/predict", headers=_as(key), timeout=120,
                              json={"inputs": base64.b64encode(audio).decode(), "parameters": REQUEST})
@@ -133,9 +167,12 @@ def _named(url: str, key: str, audio: bytes) -> set[str]:
     return {m["name"] for m in response.json().get("speaker_matches", ())}
 
 
+@pytest.mark.slow  # a diarized job, two diarized requests and two live sessions: about 30 s on a quiet machine
 def test_two_tenants_reach_none_of_each_others_jobs_and_voices_across_a_restart(diarizing_handler, tmp_path,
                                                                                 excerpt, fish):
     audio, _ = excerpt
+    cave = decode_file(CAVE.read_bytes(), max_seconds=600).samples
+    turns = [t for t in json.loads(CAVE.with_suffix(".json").read_text())["turns"] if t["speaker"] == "big_fish"][:2]
     with _server(diarizing_handler, tmp_path) as server:
         url = server.url
         made = requests.post(f"{url}/v1/speakers", headers=_as(A),
@@ -162,6 +199,8 @@ def test_two_tenants_reach_none_of_each_others_jobs_and_voices_across_a_restart(
         assert requests.get(f"{url}/v1/speakers", headers=_as(B)).json()["data"] == []
         assert _named(url, B, audio) == set()  # A's voices do not name B's speakers
         assert _named(url, A, audio) == {"big_fish"}  # and they do name A's
+        live = {key: asyncio.run(asyncio.wait_for(_live(url, key, cave, turns), 120)) for key in (B, A)}
+        assert "big_fish" not in live[B] and live[A].count("big_fish") >= len(turns) - 1, live
 
         # The administrator sees both tenants.
         assert requests.get(f"{url}/jobs/{job['id']}", headers=_as(ADMIN)).status_code == 200

@@ -58,8 +58,9 @@ class Progress:
 
 
 class Checkpoints(Protocol):
-    """Where a decode in blocks keeps each finished block (a job's: its store). ``key`` names what the block
-    covers (its samples and the request), so a result saved for another plan is never taken."""
+    """Where a decode in blocks keeps each finished block (a job's: its store). ``key`` names what decides
+    the block's result (its samples, the request, the models: blocks/saved.py), so a result saved for other
+    work is never taken."""
 
     def load(self, index: int, key: str) -> dict | None: ...
     def save(self, index: int, key: str, body: dict) -> None: ...

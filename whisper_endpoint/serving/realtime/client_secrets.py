@@ -17,6 +17,7 @@ from typing import Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from whisper_endpoint.core.tenants import DEFAULT
 from whisper_endpoint.serving import redaction
 from whisper_endpoint.serving.realtime.config import SessionConfig
 from whisper_endpoint.serving.realtime.events import Session
@@ -50,11 +51,12 @@ def _digest(value: str) -> bytes:
 class ClientSecrets:
     def __init__(self, default_ttl_s: int):
         self.default_ttl_s = default_ttl_s
-        self._secrets: dict[bytes, tuple[float, SessionConfig]] = {}
+        self._secrets: dict[bytes, tuple[float, SessionConfig, str]] = {}  # digest -> expiry, session, tenant
         redaction.recognise(SHAPE)
 
-    def issue(self, request: SecretRequest) -> dict:
-        """A new secret, its expiry (Unix seconds) and the session it opens."""
+    def issue(self, request: SecretRequest, tenant: str = DEFAULT) -> dict:
+        """A new secret of ``tenant``'s (the key that asked for it), its expiry (Unix seconds) and the session
+        it opens."""
         ttl = request.expires_after.seconds if request.expires_after else self.default_ttl_s
         config = SessionConfig()
         if request.session is not None:
@@ -62,19 +64,19 @@ class ClientSecrets:
         self._prune()
         value = PREFIX + secrets.token_urlsafe(_RANDOM_BYTES)
         expires_at = int(time.time() + ttl)
-        self._secrets[_digest(value)] = (expires_at, config)
+        self._secrets[_digest(value)] = (expires_at, config, tenant)
         return {"value": value, "expires_at": expires_at, "session": config.describe()}
 
-    def session_for(self, value: str) -> SessionConfig | None:
-        """The session settings of a live secret; None for an unknown or expired one."""
+    def session_for(self, value: str) -> tuple[SessionConfig, str] | None:
+        """The session settings and tenant of a live secret; None for an unknown or expired one."""
         entry = self._secrets.get(_digest(value))
         if entry is None or entry[0] <= time.time():
             return None
-        return entry[1]
+        return entry[1], entry[2]
 
     def _prune(self) -> None:
         now = time.time()
-        for key in [key for key, (expires, _) in self._secrets.items() if expires <= now]:
+        for key in [key for key, (expires, *_) in self._secrets.items() if expires <= now]:
             del self._secrets[key]
         while len(self._secrets) >= _CAPACITY:
             del self._secrets[next(iter(self._secrets))]

@@ -32,8 +32,10 @@ from starlette.websockets import WebSocketState
 
 from whisper_endpoint.adapters.errors import QueueFullError
 from whisper_endpoint.adapters.http import error_reply
+from whisper_endpoint.core import bounded_json
 from whisper_endpoint.core.errors import EndpointError, InvalidParameterError
-from whisper_endpoint.serving import redaction
+from whisper_endpoint.core.tenants import ANYONE
+from whisper_endpoint.serving import auth, redaction
 from whisper_endpoint.serving.auth import APIKeys, UnauthorizedError
 from whisper_endpoint.serving.limits import read_body
 from whisper_endpoint.serving.realtime import events
@@ -141,7 +143,7 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
     async def client_secrets(request: Request) -> JSONResult:
         body = await read_body(request, _SECRET_BODY_BYTES, settings.body_timeout_s)
         try:
-            return JSONResult(secrets.issue(SecretRequest.model_validate_json(body or b"{}")))
+            return JSONResult(secrets.issue(SecretRequest.model_validate_json(body or b"{}"), auth.tenant(request).id))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(part) for part in first["loc"]) or "body"
@@ -152,7 +154,7 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
     @api.websocket("/v1/realtime")
     async def realtime(websocket: WebSocket) -> None:
         try:
-            config = _admit(websocket, service, keys, secrets, service.metrics.realtime_sessions)
+            config, tenant = _admit(websocket, service, keys, secrets, service.metrics.realtime_sessions)
         except Refused as refused:
             _refused.set(refused.error)
             if isinstance(refused.error, UnauthorizedError):
@@ -162,7 +164,7 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
             return
         service.metrics.realtime_sessions += 1  # the count REALTIME_MAX_SESSIONS limits, also on /metrics
         try:
-            await _serve(websocket, service, config)
+            await _serve(websocket, service, config, tenant)
         finally:
             service.metrics.realtime_sessions -= 1
 
@@ -170,9 +172,9 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
 
 
 def _admit(websocket: WebSocket, service: InferenceService, keys: APIKeys, secrets: ClientSecrets,
-           open_now: int) -> SessionConfig:
-    """The new session's settings, or ``Refused`` with the reason."""
-    config = _authorized(websocket, keys, secrets)  # first: a refusal says nothing more to a stranger
+           open_now: int) -> tuple[SessionConfig, str]:
+    """The new session's settings and tenant, or ``Refused`` with the reason."""
+    config, tenant = _authorized(websocket, keys, secrets)  # first: a refusal says nothing more to a stranger
     intent = websocket.query_params.get("intent", "transcription")
     if intent != "transcription":
         raise Refused(InvalidParameterError(
@@ -186,25 +188,27 @@ def _admit(websocket: WebSocket, service: InferenceService, keys: APIKeys, secre
         raise Refused(QueueFullError(
             f"{open_now} live sessions are open, the most this server allows (REALTIME_MAX_SESSIONS={limit}); "
             "retry later", retry_after=5))
-    return replace(config, id=events.new_id("sess"))
+    return replace(config, id=events.new_id("sess")), tenant
 
 
-def _authorized(websocket: WebSocket, keys: APIKeys, secrets: ClientSecrets) -> SessionConfig:
+def _authorized(websocket: WebSocket, keys: APIKeys, secrets: ClientSecrets) -> tuple[SessionConfig, str]:
+    """The session's settings and its tenant (the key's, or the one its client secret was issued to)."""
     offered = [p[len(_KEY_PROTOCOL):] for p in websocket.scope.get("subprotocols", []) if p.startswith(_KEY_PROTOCOL)]
     for value in offered:  # a client secret brings the session settings it was issued with
-        config = secrets.session_for(value)
-        if config is not None:
-            return config
+        issued = secrets.session_for(value)
+        if issued is not None:
+            return issued
     if not keys:
-        return SessionConfig()
+        return SessionConfig(), ANYONE.id
     scheme, _, key = websocket.headers.get("authorization", "").partition(" ")
     presented = [key.strip()] if scheme.lower() == "bearer" and key.strip() else []
-    if any(keys.matches(value) for value in presented + offered):
-        return SessionConfig()
+    tenant = next((found for value in presented + offered if (found := keys.tenant_for(value)) is not None), None)
+    if tenant is not None:
+        return SessionConfig(), tenant.id
     raise Refused(UnauthorizedError())
 
 
-async def _serve(websocket: WebSocket, service: InferenceService, config: SessionConfig) -> None:
+async def _serve(websocket: WebSocket, service: InferenceService, config: SessionConfig, tenant: str) -> None:
     settings = service.settings
     offered = websocket.scope.get("subprotocols", [])
     await websocket.accept(subprotocol="realtime" if "realtime" in offered else None)
@@ -220,7 +224,7 @@ async def _serve(websocket: WebSocket, service: InferenceService, config: Sessio
             except WebSocketDisconnect:
                 pass
 
-    session = RealtimeSession(send, ServiceDecoder(service), config, settings.realtime_max_utterance_s,
+    session = RealtimeSession(send, ServiceDecoder(service, tenant), config, settings.realtime_max_utterance_s,
                               settings.realtime_max_backlog_s)
     await send(events.server_event("session.created", session=config.describe()))
     deadline = time.monotonic() + settings.realtime_max_session_s
@@ -271,7 +275,12 @@ def _event(message: dict, limit: int):
         raise events.EventError(f"the event is larger than {limit} bytes (REALTIME_MAX_EVENT_BYTES): send "
                                 "audio in smaller appends", "event_too_large")
     try:
+        bounded_json.check(text, "the event", max_depth=bounded_json.BODY_MAX_DEPTH)
         data = json.loads(text)
+    except bounded_json.JSONValueError as exc:
+        raise events.EventError(str(exc), "invalid_json") from None
     except ValueError as exc:
         raise events.EventError(f"the event is not JSON ({exc.msg} at character {exc.pos})", "invalid_json") from None
+    except bounded_json.PARSER_ERRORS as exc:  # an integer of over 4300 digits
+        raise events.EventError(f"the event is not JSON ({type(exc).__name__})", "invalid_json") from None
     return events.parse_client_event(data)
