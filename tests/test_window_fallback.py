@@ -91,20 +91,29 @@ def _sound(segments, duration: float) -> None:
             assert 0 <= word.start <= word.end <= duration + 0.05, (word, duration)
 
 
-def test_an_alignment_over_almost_no_frames_spreads_the_words_over_their_segment(model):
+def test_an_alignment_over_almost_no_frames_spreads_the_words_over_their_segment(model, monkeypatch):
     tokenizer = _tokenizer(model)
     tokens = model.hf_tokenizer.encode(TEXTS[1], add_special_tokens=False).ids
     encoded = model.encode(pad_or_trim(model.feature_extractor(_speech()[: 3 * RATE])))
     with pytest.raises(IndexError):  # faster-whisper's own, on one frame: the DTW's path is empty
         WhisperModel.find_alignment(model, tokenizer, [tokens], encoded, 1)
-    segments = [[{"seek": 100, "start": 1.0, "end": 3.0, "tokens": tokens}]]
-    with cost.counting(30.0) as counter:
-        model.add_word_timestamps(segments, tokenizer, encoded, 1, "\"'“¿([{-", "\"'.。,，!！?？:：”)]}、", 0.0)
-    words = segments[0][0]["words"]
-    assert "".join(word["word"] for word in words) == TEXTS[1]
+
+    def timed(frames: int) -> tuple[list[dict], cost.WindowCounter]:
+        segments = [[{"seek": 100, "start": 1.0, "end": 3.0, "tokens": tokens}]]  # the window starts at 1 s
+        with cost.counting(30.0) as counter:
+            model.add_word_timestamps(segments, tokenizer, encoded, frames, "\"'“¿([{-", "\"'.。,，!！?？:：”)]}、",
+                                      0.0)
+        words = segments[0][0]["words"]
+        assert "".join(word["word"] for word in words) == TEXTS[1]
+        assert all(a["end"] == b["start"] for a, b in zip(words, words[1:]))
+        assert counter.words_spread == len(words) and cost.spread_note(counter)[0].startswith(f"{len(words)} word")
+        return words, counter
+
+    words, _ = timed(1)  # the segment's tokens say 1-3 s, but the window holds 10 ms of audio: within it
+    assert words[0]["start"] == 1.0 and words[-1]["end"] == 1.01
+    monkeypatch.setattr(WhisperModel, "find_alignment", lambda *args: [[]][5])  # planted: any raise, 2 s of audio
+    words, _ = timed(200)
     assert words[0]["start"] == 1.0 and words[-1]["end"] == 3.0  # over the segment the decoder's tokens gave
-    assert all(a["end"] == b["start"] for a, b in zip(words, words[1:]))
-    assert counter.words_spread == len(words) and cost.spread_note(counter)[0].startswith(f"{len(words)} word")
 
 
 @pytest.fixture(scope="module")

@@ -80,12 +80,14 @@ class WindowByWindowAlignment:
         spread.clear()
         last = super().add_word_timestamps(segments, tokenizer, encoder_output, num_frames, prepend_punctuations,
                                            append_punctuations, last_speech_timestamp)
+        frames = [num_frames] * len(segments) if isinstance(num_frames, int) else num_frames
         for index in sorted(spread):
-            cost.count_words_spread(_respread(segments[index], spans[index]))
+            start = segments[index][0]["seek"] / self.frames_per_second
+            audio = (start, start + frames[index] / MEL_FRAMES_PER_S)  # the timestamp tokens may point past it
+            cost.count_words_spread(_respread(segments[index], spans[index], audio))
         if self.onsets is None or encoder_output.device != "cpu":
             return last
         encoded = np.asarray(encoder_output)
-        frames = [num_frames] * len(segments) if isinstance(num_frames, int) else num_frames
         for index, (window, count) in enumerate(zip(segments, frames)):
             if index in spread:  # no DTW times to look for the onsets around
                 continue
@@ -152,11 +154,12 @@ def _spread(tokenizer, tokens: list[int], frames: int) -> list[dict]:
             for word, t, (start, end) in zip(words, word_tokens, edges)]
 
 
-def _respread(window: list[dict], spans: list[tuple[float, float]]) -> int:
+def _respread(window: list[dict], spans: list[tuple[float, float]], audio: tuple[float, float]) -> int:
     """Each subsegment's words (in place) spread over the segment's own span, which the decoder's timestamp
-    tokens gave; the number of words so timed."""
+    tokens gave, within the window's ``audio`` (start, end); the number of words so timed."""
     count = 0
-    for subsegment, (start, end) in zip(window, spans):
+    for subsegment, span in zip(window, spans):
+        start, end = (min(max(time, audio[0]), audio[1]) for time in span)
         words = subsegment.get("words") or []
         edges = word_spread.edges([word_spread.weight(word["word"]) for word in words], start, end)
         for word, (word_start, word_end) in zip(words, edges):
