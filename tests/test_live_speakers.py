@@ -44,10 +44,11 @@ def test_live_utterances_carry_the_library_name_or_a_stable_label(diarizing_hand
     assert len(others) == 1 and next(iter(others)).startswith("SPEAKER_"), (speakers, truth)
 
 
-async def _session(url: str, samples: np.ndarray, turns: list[dict]) -> list[str]:
+async def _session(url: str, samples: np.ndarray, turns: list[dict], key: str = "not-checked") -> list[str]:
+    """The speaker of each turn, committed one by one in a live session opened with ``key``."""
     from openai import AsyncOpenAI
 
-    client = AsyncOpenAI(base_url=url + "/v1", api_key="not-checked")
+    client = AsyncOpenAI(base_url=url + "/v1", api_key=key)
     speakers = []
     async with client.realtime.connect(extra_query={"intent": "transcription"}) as connection:
         await connection.session.update(session={"type": "transcription", "audio": {"input": {

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from support.serving import live_server, wait_until
 from tests.test_known_speakers import AUDIO, FISH_ASR, RATE, _b64, excerpt, fish  # noqa: F401 (fixtures)
-from tests.test_live_speakers import COMPLETED
+from tests.test_live_speakers import _session
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.tenants import DEFAULT, Tenant, of_key
 from whisper_endpoint.jobs import JobSettings, open_store, schema
@@ -43,8 +43,8 @@ def _as(key: str) -> dict:
 # --- the rules, without a model ---------------------------------------------------------------------------
 
 def test_keys_map_to_tenants_and_a_key_belongs_to_one():
-    settings = ServerSettings(api_keys=f"{A},{B}", api_tenants={"acme": ["acme-key-one-0123456", "acme-key-two-012345"]},
-                              api_admin_keys=ADMIN)
+    acme = {"acme": ["acme-key-one-0123456", "acme-key-two-012345"]}
+    settings = ServerSettings(api_keys=f"{A},{B}", api_tenants=acme, api_admin_keys=ADMIN)
     keys = auth.APIKeys.from_settings(settings)
     assert keys.tenant_for(A) == Tenant(of_key(A)) != keys.tenant_for(B)
     assert keys.tenant_for("acme-key-one-0123456") == keys.tenant_for("acme-key-two-012345") == Tenant("acme")
@@ -138,28 +138,6 @@ def _server(handler, folder):
         library_settings=LibrarySettings(db=folder / "speakers.sqlite", max=4)))
 
 
-async def _live(url: str, key: str, samples: np.ndarray, turns: list[dict]) -> list[str]:
-    """The speaker of each turn committed in a live session opened with ``key`` (the openai SDK)."""
-    from openai import AsyncOpenAI
-
-    speakers = []
-    async with AsyncOpenAI(base_url=url + "/v1", api_key=key).realtime.connect(
-            extra_query={"intent": "transcription"}) as connection:
-        await connection.session.update(session={"type": "transcription", "audio": {"input": {
-            "format": {"type": "audio/pcm", "rate": 16000}, "turn_detection": None,
-            "transcription": {"language": "en", "speaker_labels": True}}}})
-        for turn in turns:
-            pcm = (samples[round(turn["start"] * RATE): round(turn["end"] * RATE)] * 32767).astype("<i2")
-            await connection.input_audio_buffer.append(audio=base64.b64encode(pcm.tobytes()).decode())
-            await connection.input_audio_buffer.commit()
-            async for event in connection:
-                assert event.type != "error", event
-                if event.type == COMPLETED:
-                    speakers.append((event.model_extra or {}).get("speaker"))
-                    break
-    return speakers
-
-
 def _named(url: str, key: str, audio: bytes) -> set[str]:
     response = requests.post(f"{url}/predict", headers=_as(key), timeout=120,
                              json={"inputs": base64.b64encode(audio).decode(), "parameters": REQUEST})
@@ -188,10 +166,11 @@ def test_two_tenants_reach_none_of_each_others_jobs_and_voices_across_a_restart(
         label = state["result"]["speakers"][0]["speaker"]
 
         # B: every route answers as if A's job and voice did not exist.
+        clip = {"audio": [_b64(fish["big_fish"][0])]}
         for method, path, body in [("get", f"/jobs/{job['id']}", None), ("delete", f"/jobs/{job['id']}", None),
                                    ("get", speaker.removeprefix(url), None),
                                    ("patch", speaker.removeprefix(url), {"name": "renamed"}),
-                                   ("post", speaker.removeprefix(url) + "/audio", {"audio": [_b64(fish["big_fish"][0])]}),
+                                   ("post", speaker.removeprefix(url) + "/audio", clip),
                                    ("delete", speaker.removeprefix(url), None),
                                    ("post", "/v1/speakers", {"name": "stolen", "job_id": job["id"], "speaker": label})]:
             response = requests.request(method, url + path, headers=_as(B), json=body, timeout=60)
@@ -199,12 +178,13 @@ def test_two_tenants_reach_none_of_each_others_jobs_and_voices_across_a_restart(
         assert requests.get(f"{url}/v1/speakers", headers=_as(B)).json()["data"] == []
         assert _named(url, B, audio) == set()  # A's voices do not name B's speakers
         assert _named(url, A, audio) == {"big_fish"}  # and they do name A's
-        live = {key: asyncio.run(asyncio.wait_for(_live(url, key, cave, turns), 120)) for key in (B, A)}
+        live = {key: asyncio.run(asyncio.wait_for(_session(url, cave, turns, key), 120)) for key in (B, A)}
         assert "big_fish" not in live[B] and live[A].count("big_fish") >= len(turns) - 1, live
 
         # The administrator sees both tenants.
         assert requests.get(f"{url}/jobs/{job['id']}", headers=_as(ADMIN)).status_code == 200
-        assert [s["name"] for s in requests.get(f"{url}/v1/speakers", headers=_as(ADMIN)).json()["data"]] == ["big_fish"]
+        seen = requests.get(f"{url}/v1/speakers", headers=_as(ADMIN)).json()["data"]
+        assert [s["name"] for s in seen] == ["big_fish"]
 
     with _server(diarizing_handler, tmp_path) as server:  # a restart: the stores say whose rows they are
         assert requests.get(f"{server.url}/jobs/{job['id']}", headers=_as(B)).status_code == 404

@@ -20,7 +20,7 @@ class LibrarySettings(BaseSettings):
                           "diarized request; false: only SPEAKERS_DIR and each request's known_speakers.")
     db: Optional[Path] = Field(None, description="The library's SQLite file; unset: speakers.sqlite beside the "
                                "jobs database (JOBS_DB), or in the model cache when the jobs use PostgreSQL.")
-    max: int = Field(1000, ge=1, le=100_000, description="Most speakers the library holds (SPEAKERS_DIR's included).")
+    max: int = Field(1000, ge=1, le=100_000, description="Most speakers the library holds for each tenant (SPEAKERS_DIR's included).")
 
     def path(self, jobs_db) -> Path:
         """``SPEAKERS_DB``, else beside the jobs' SQLite file (a PostgreSQL URL: the default jobs folder)."""
