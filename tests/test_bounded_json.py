@@ -266,3 +266,11 @@ def test_deep_bodies_of_the_transcript_the_library_and_live_events_are_4xx(diari
             response = requests.post(running.url + path, data=deep, timeout=30,
                                      headers={"Content-Type": "application/json"})
             assert 400 <= response.status_code < 500 and "nested more than" in response.text, (path, response.text)
+
+
+def test_a_live_event_with_an_integer_no_float_holds_is_an_error_event():
+    from whisper_endpoint.serving.realtime import events
+    from whisper_endpoint.serving.realtime.routes import _event
+
+    with pytest.raises(events.EventError, match="not JSON"):
+        _event({"text": '{"type": "session.update", "n": 1' + "0" * 5000 + "}"}, 10**6)

@@ -50,6 +50,10 @@ def test_keys_map_to_tenants_and_a_key_belongs_to_one():
     assert keys.tenant_for("acme-key-one-0123456") == keys.tenant_for("acme-key-two-012345") == Tenant("acme")
     assert keys.tenant_for(ADMIN).admin and keys.tenant_for("nobody-key-0123456789") is None
     assert auth.APIKeys.from_settings(ServerSettings(api_keys=A)).tenant_for(A) == Tenant(DEFAULT)  # one key
+    posing = auth.APIKeys.from_settings(ServerSettings(api_tenants={"admin": [A], of_key(B).replace(":", "-"): [B]},
+                                                       api_admin_keys=ADMIN))
+    assert not posing.tenant_for(A).admin and posing.tenant_for(A).id != posing.tenant_for(ADMIN).id
+    assert posing.tenant_for(B).id != of_key(B)  # a group cannot take an ungrouped key's tenant
     with pytest.raises(ValidationError, match="a key belongs to one tenant"):
         ServerSettings(api_keys=A, api_admin_keys=A)
     with pytest.raises(ValidationError, match="tenant's name"):

@@ -110,7 +110,7 @@ def spread_note(counter: WindowCounter) -> list[str]:
     if not counter.words_spread:
         return []
     return [f"{counter.words_spread} word(s) were timed from their segment's span: the word alignment found no "
-            "path for them"]
+            "path for them, or their window was decoded again without word times"]
 
 
 def window_length(options, duration_s: float, warnings: list[str]) -> int:

@@ -186,13 +186,15 @@ class CTranslate2Backend:
         found = {}
 
         def decode(attempt: dict) -> list[Segment]:
+            first = "info" not in found  # a try after an error reports its segments once, at the end
             generator, info = self.model.transcribe(samples, vad_filter=options.vad_filter, **attempt)
             found.update(info=info, stopped=False)
             segments = []
             try:
                 for segment in generator:  # the generator does the decoding
                     segments.append(_segment(segment, info.language))
-                    context.report(0, 1, segments)
+                    if first:
+                        context.report(0, 1, segments)
             except cost.BudgetSpent:
                 found["stopped"] = True
             return segments
@@ -307,6 +309,7 @@ class CTranslate2Backend:
             logger.exception("request %s: a batch of %d windows failed; decoding each alone", counter.request_id,
                              len(group))
             found = [segment for window in group for segment in self._alone(packed.audio, window, kwargs, counter)]
+            decoding["stopped"] = counter.spent  # a window decoded alone stops silently at the bound
         found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
         missed = windows.leftovers([w for w in group if w not in redone], found) \
             if options.recover_dropped_speech else []

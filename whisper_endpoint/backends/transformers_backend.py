@@ -154,9 +154,14 @@ class TransformersBackend:
             generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
         windows = _Windows(context, _windows_total(len(samples) / SAMPLE_RATE, window_s if chunked else None))
 
+        used = stop.counter.used
+
         def decode(attempt: tuple[str, object, dict]) -> tuple[dict, str]:
             kind, returned, kwargs = attempt
             pipe = self.word_pipe if kind == "word" else self.pipe
+            # A try starts over: its windows, and its share of the bound, as the first try's (a failed try's
+            # work is lost, and the bound stops runaway decoding, not a retry).
+            windows.done, stop.counter.used = 0, used
             with windows.counting():
                 return pipe({"raw": samples, "sampling_rate": SAMPLE_RATE},
                             chunk_length_s=window_s if chunked else None, batch_size=batch_size,

@@ -15,8 +15,10 @@ import re
 from dataclasses import dataclass
 
 DEFAULT = "default"
-ADMIN = "admin"  # what an administrator's own requests are stored under
-TENANT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+TENANT_NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")  # API_TENANTS' names
+# Ids no name can be (':' is not in a name): a group named "admin" or "key-..." is not the administrators'
+# or an ungrouped key's tenant.
+ADMIN = ":admin"  # what an administrator's own requests are stored under
 
 
 @dataclass(frozen=True)
@@ -39,4 +41,4 @@ ANYONE = Tenant(DEFAULT)  # a server without keys: one tenant
 
 def of_key(key: str) -> str:
     """The tenant id of an ungrouped key: a digest (stable across restarts, and not the key)."""
-    return "key-" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]
+    return "key:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:12]

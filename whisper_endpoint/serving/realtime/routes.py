@@ -279,8 +279,8 @@ def _event(message: dict, limit: int):
         data = json.loads(text)
     except bounded_json.JSONValueError as exc:
         raise events.EventError(str(exc), "invalid_json") from None
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise events.EventError(f"the event is not JSON ({exc.msg} at character {exc.pos})", "invalid_json") from None
-    except bounded_json.PARSER_ERRORS as exc:  # an integer of over 4300 digits
+    except bounded_json.PARSER_ERRORS as exc:  # an integer of over 4300 digits: a ValueError of its own
         raise events.EventError(f"the event is not JSON ({type(exc).__name__})", "invalid_json") from None
     return events.parse_client_event(data)

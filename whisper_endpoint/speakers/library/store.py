@@ -106,11 +106,13 @@ class VoiceLibrary:
 
     def _add_tenants(self) -> None:
         """A library from before tenants (``name`` unique over all): its entries become the default tenant's."""
-        columns = [row[1] for row in self._db.execute("PRAGMA table_info(speakers)")]
-        if "tenant" in columns:
+        if self._has_tenants():
             return
         self._db.execute("BEGIN IMMEDIATE")
         try:
+            if self._has_tenants():  # another process migrated it meanwhile
+                self._db.execute("ROLLBACK")
+                return
             self._db.execute("ALTER TABLE speakers RENAME TO speakers_before_tenants")
             self._db.execute(_SCHEMA.split(";")[1])  # the table as it is now
             self._db.execute("INSERT INTO speakers (id, name, embeddings, created_at, tenant) "
@@ -120,6 +122,9 @@ class VoiceLibrary:
             self._db.execute("ROLLBACK")
             raise
         self._db.execute("COMMIT")
+
+    def _has_tenants(self) -> bool:
+        return "tenant" in [row[1] for row in self._db.execute("PRAGMA table_info(speakers)")]
 
     def close(self) -> None:
         with self._lock:
@@ -150,8 +155,9 @@ class VoiceLibrary:
         next change)."""
         prints = self._prints.get(tenant)
         if prints is None:
+            cache = self._prints  # a change replaces it: prints read before a change never land in the new one
             seen = self.speakers(Tenant(tenant))
-            prints = self._prints[tenant] = {speaker.name: speaker.voiceprint for speaker in seen}
+            prints = cache[tenant] = {speaker.name: speaker.voiceprint for speaker in seen}
         return prints
 
     # --- changing ------------------------------------------------------------------------------
