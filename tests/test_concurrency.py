@@ -94,8 +94,9 @@ def test_a_request_that_fails_mid_decode_leaves_the_next_unchanged(diarizing_han
         return output
 
     monkeypatch.setattr(BatchedInferencePipeline, "forward", fails_after_two_batches)
-    with pytest.raises(RuntimeError, match="injected mid-decode"):
-        handler(_array(_slice("flite_meeting.flac", 0), diarize=False, **LONG))
+    # The failed batch's windows are decoded again one by one (backends/window_fallback.py): answered.
+    failed = handler(_array(_slice("flite_meeting.flac", 0), diarize=False, **LONG))
+    assert any("after an error (request" in warning for warning in failed["warnings"]), failed["warnings"]
     monkeypatch.setattr(BatchedInferencePipeline, "forward", forward)
     assert handler(follower) == expected
 

@@ -308,6 +308,8 @@ class CTranslate2Backend:
         except Exception:  # one window's error: each window of the batch decoded alone (window_fallback.py)
             logger.exception("request %s: a batch of %d windows failed; decoding each alone", counter.request_id,
                              len(group))
+            counter.notes.append(f"a batch of {len(group)} window(s) was decoded again window by window after an "
+                                 f"error (request {counter.request_id})")
             found = [segment for window in group for segment in self._alone(packed.audio, window, kwargs, counter)]
             decoding["stopped"] = counter.spent  # a window decoded alone stops silently at the bound
         found, redone = self._checked(packed, group, found, kwargs, decoding, counter)
