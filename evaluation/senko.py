@@ -7,13 +7,14 @@ senko is a peer, not a dependency: it runs in its own virtual environment, made 
     # senko's wheel builds its feature extractor with -march=native on AVX-512: elsewhere it dies with
     # SIGILL; build it from the sdist on this machine instead:
     /work/venvs/senko/bin/pip install --no-deps --force-reinstall --no-binary senko senko==0.2.2
-    HF_HUB_OFFLINE=1 .venv/bin/python -m evaluation senko [--set dev|alike] [--senko-python PATH]
+    HF_HUB_OFFLINE=1 .venv/bin/python -m evaluation senko [--set dev|alike|short] [--senko-python PATH]
 
 ``--set dev`` (the default, results/senko.json): the dev dialogues, the Japanese meeting and the first 5
 min of the 13.4 min file, for cost and DER. ``--set alike`` (results/senko_alike.json): the alike-voice
 dialogues (tuning, judging) and the one-speaker negatives of evaluation/speaker_count_sets.py, on one
 thread, each file diarized unhinted and again told its speaker count (senko: its spectral clustering's
-``k``), for the count and the DER with the count given.
+``k``), for the count and the DER with the count given. ``--set short`` (results/senko_short.json):
+the same for the short alike-voice recordings (``short_tuning``, ``short_judging``, ``short_fresh``).
 
 Each system runs in a fresh process per thread setting, in the order ours, senko, ours, senko: one
 thread (OMP_NUM_THREADS=1, torch and senko's own thread count at 1) and the defaults a user starts
@@ -51,6 +52,7 @@ FILES = [
 ]
 THREAD_SETTINGS = {"one_thread": 1, "defaults": 0}
 ALIKE_SETS = ("tuning", "judging", "negatives")
+SHORT_SETS = ("short_tuning", "short_judging", "short_fresh")
 
 
 def _child_env(threads: int) -> dict:
@@ -125,10 +127,10 @@ def _recordings(which: str) -> list[tuple[str, object, object, str]]:
     from evaluation.diarization import decode
     from support.metrics import read_rttm
 
-    if which == "alike":
+    if which in ("alike", "short"):
         from evaluation.speaker_count_sets import load
 
-        return [(f.name, f.samples, f.reference, f.set) for f in load(ALIKE_SETS)]
+        return [(f.name, f.samples, f.reference, f.set) for f in load(ALIKE_SETS if which == "alike" else SHORT_SETS)]
     found = []
     for name, audio, rttm, keep, group in FILES:
         samples = decode(ROOT / audio)[: round(keep * 16000) if keep else None]
@@ -191,19 +193,19 @@ def main(argv: list[str]) -> int:
     from evaluation import parser, save
 
     options = parser("senko")
-    options.add_argument("--set", choices=("dev", "alike"), default="dev")
+    options.add_argument("--set", choices=("dev", "alike", "short"), default="dev")
     options.add_argument("--senko-python", default=SENKO_PYTHON)
     args = options.parse_args(argv)
-    if args.set == "alike" and "--out" not in argv:
-        args.out = args.out.with_name("senko_alike.json")
+    if args.set != "dev" and "--out" not in argv:
+        args.out = args.out.with_name(f"senko_{args.set}.json")
     if not Path(args.senko_python).exists():
         sys.exit(f"{args.senko_python} is missing: python3 -m venv /work/venvs/senko && "
                  "/work/venvs/senko/bin/pip install senko==0.2.2")
     recordings = _recordings(args.set)
     seconds = {name: len(samples) / 16000 for name, samples, _, _ in recordings}
     references = {name: reference for name, _, reference, _ in recordings}
-    told = {name: len(reference.labels()) for name, _, reference, _ in recordings} if args.set == "alike" else {}
-    settings = {"one_thread": 1} if args.set == "alike" else THREAD_SETTINGS
+    told = {name: len(reference.labels()) for name, _, reference, _ in recordings} if args.set != "dev" else {}
+    settings = {"one_thread": 1} if args.set != "dev" else THREAD_SETTINGS
     with tempfile.TemporaryDirectory() as folder:
         wavs = _write_wavs(Path(folder), recordings)
         runs = {}

@@ -25,11 +25,13 @@ os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 
 
 def diarize(diarizer, file, **count) -> tuple[dict, float]:
-    """The score of one run, and its CPU seconds."""
+    """The score of one run (with ``uncertain``: whether the response said the count was uncertain), and
+    its CPU seconds."""
     started = time.process_time()
     found = diarizer.diarize(file.samples, **count)
     cpu = time.process_time() - started
-    return der(file.reference, annotation(found.exclusive), file.duration), cpu
+    uncertain = any(note.startswith("the speaker count is uncertain") for note in found.warnings)
+    return der(file.reference, annotation(found.exclusive), file.duration) | {"uncertain": uncertain}, cpu
 
 
 def evaluate(sets: tuple[str, ...]) -> dict:

@@ -1,6 +1,9 @@
 """The recordings the speaker count is measured on, and how alike their voices are.
 
-Sets: ``tuning`` and ``judging`` (audio/alike_voices, made by its generate.py), ``negatives`` (one
+Sets: ``tuning`` and ``judging`` (audio/alike_voices, made by its generate.py), ``short_tuning`` and
+``short_judging`` (audio/alike_voices, made by its short.py: 20-40 s, two of the speakers alike, two to
+four turns each; the count's join was chosen looking at both) and ``short_fresh`` (made the same way
+after, never tuned on), ``negatives`` (one
 speaker each: two made there, plus audio/clips' 30 prompts joined here, in name order with
 0.5 s between them), ``dev`` (the four files the diarizer was tuned on), ``held_out`` (the Japanese
 meeting) and ``long`` (the 13.4 min file). Which sets were tuned on: ``TUNED``.
@@ -27,8 +30,8 @@ from support.paths import AUDIO
 ALIKE = AUDIO / "alike_voices"
 CLIPS_GAP_S = 0.5
 REFERENCE = ("kokoro_ja_meeting", "jf_alpha", "jf_nezumi")  # the dev meeting's two female voices
-TUNED = {"tuning", "dev", "negatives"}
-SETS = ("tuning", "dev", "judging", "negatives", "held_out", "long")
+TUNED = {"tuning", "dev", "negatives", "short_tuning", "short_judging"}
+SETS = ("tuning", "dev", "judging", "negatives", "short_tuning", "short_judging", "short_fresh", "held_out", "long")
 
 
 @dataclass
@@ -56,7 +59,7 @@ def load(sets: tuple[str, ...] = SETS) -> list[Recording]:
 
 
 def _paths(name: str) -> list[tuple[Path, Path]]:
-    if name in ("tuning", "judging", "negatives"):
+    if name in ("tuning", "judging", "negatives", "short_tuning", "short_judging", "short_fresh"):
         return [(r.with_suffix(".flac"), r) for r in sorted((ALIKE / name).glob("*.rttm"))]
     if name == "dev":
         import pyannote.audio

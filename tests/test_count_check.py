@@ -1,6 +1,7 @@
 """The speaker split of issues 28 and 40 (whisper_endpoint/diarization/count_check.py): on made-up embeddings, then
 on a judging dialogue (not tuned on, results/speaker_count.json) that the diarizer miscounted before it,
-and on a one-voice negative that must stay one speaker."""
+on a one-voice negative that must stay one speaker, and (issue 75) on a short two-voice recording where
+the clustering gave one voice two labels, which the join makes one again (tests/test_count_join.py)."""
 
 import json
 
@@ -16,6 +17,7 @@ from whisper_endpoint.diarization.refinements.turn_check import Move
 ALIKE = ROOT / "audio" / "alike_voices"
 DIALOGUE = ALIKE / "judging" / "j6_awb_kal16.flac"  # flite's awb and kal16: one speaker without the check
 ONE_VOICE = ALIKE / "negatives" / "n2_slt_varied.flac"  # slt at varied rates and pitches
+SHORT = ALIKE / "short_judging" / "u10_cs_fish.flac"  # two Czech voice actors, 23.5 s
 A, B, C = np.eye(3)
 
 
@@ -149,3 +151,14 @@ def test_a_pipeline_file_can_set_or_turn_off_the_check():
 
     assert OfflineSpeakerDiarization(count_check={"separation": 0.2}).count_check == CountCheckOptions(separation=0.2)
     assert OfflineSpeakerDiarization(count_check=False).count_check is None
+
+
+def test_a_short_recording_keeps_one_voice_one_speaker_and_says_the_count_was_close(diarizer, monkeypatch):
+    samples = decode_reference(SHORT)
+    found = diarizer.diarize(samples)
+    assert found.speakers == ["SPEAKER_00", "SPEAKER_01"]
+    assert any(note.startswith("the speaker count is uncertain: 2 speakers found") for note in found.warnings)
+    told = diarizer.diarize(samples, num_speakers=2)
+    assert not any("uncertain" in note for note in told.warnings)  # told the count: no check, no note
+    monkeypatch.setattr(diarizer.pipeline, "count_check", CountCheckOptions(join_margin=0.0))
+    assert len(diarizer.diarize(samples).speakers) == 3  # without the join: one actor is two speakers

@@ -55,3 +55,21 @@ def test_alike_voices_told_the_count_are_told_apart(diarizer, check, monkeypatch
     found = diarizer.diarize(samples, num_speakers=2)
     scored = der(read_rttm(ALIKE.with_suffix(".rttm")), annotation(found.exclusive), len(samples) / 16000)
     assert (scored["der_collar_0.25"] < 15) == check  # 47% without it: the turns stay mixed
+
+
+def test_a_speaker_whose_windows_are_too_few_for_a_cluster_keeps_its_turns():
+    """Three voices, one with a single 2 s turn: its windows are under ``min_cluster``, join another
+    cluster, and no cluster takes its label; its turn stays, so the count stays (issue 75)."""
+    rng = np.random.default_rng(0)
+    voices = np.eye(8)[:3] + 0.05
+    turns = Annotation()
+    turns[Segment(0, 15)] = "A"
+    turns[Segment(16, 31)] = "B"
+    turns[Segment(32, 34)] = "C"
+
+    def embed_spans(spans: np.ndarray) -> np.ndarray:
+        middle = spans.mean(axis=1)
+        return voices[np.digitize(middle, [15.5, 31.5])] + 0.02 * rng.standard_normal((len(spans), 8))
+
+    moves, _ = window_check.moves(turns, embed_spans, 3, window_check.WindowCheckOptions())
+    assert all(move.old != "C" for move in moves)

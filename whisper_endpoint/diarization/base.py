@@ -106,7 +106,7 @@ class Diarizer:
             diarization = Diarization([], [])
         else:
             diarization = from_pyannote(self._run(samples, count, stop))
-        diarization.warnings = count_notes(len(diarization.speakers), count)
+        diarization.warnings += count_notes(len(diarization.speakers), count)
         for note in diarization.warnings:
             logger.info("diarization: %s", note)
         return diarization
@@ -173,8 +173,10 @@ def from_pyannote(output, *, warnings: list[str] | None = None) -> Diarization:
     regular = getattr(output, "speaker_diarization", output)
     exclusive = getattr(output, "exclusive_speaker_diarization", None)
     turns = _turns(regular)
+    notes = list(getattr(output, "notes", []))  # the embedded pipeline's, e.g. an uncertain count
     return Diarization(
-        turns, _turns(exclusive) if exclusive is not None else list(turns), warnings or [], _centroids(output)
+        turns, _turns(exclusive) if exclusive is not None else list(turns), [*(warnings or []), *notes],
+        _centroids(output),
     )
 
 

@@ -152,16 +152,16 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             hook=hook, **kwargs,
         )
         frames = kept[0] if kept else None
-        count_check = self.count_check if num_speakers is None else None
+        counting = self.count_check if num_speakers is None else None
         if not isinstance(output, DiarizeOutput) or (
-            self.speech_fill is None and not self._checks(count_check)
+            self.speech_fill is None and not self._checks(counting)
         ):
             return output
         waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
         samples = waveform.detach().cpu().numpy().astype(np.float32, copy=False)
         if self.speech_fill is not None:
             output = self._fill(samples, output)
-        if not self._checks(count_check):
+        if not self._checks(counting):
             return output
         if frames is None:
             frames = self.frames(samples)
@@ -169,13 +169,17 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         embed = frames.embedder(trunk)
         if self.turn_check is not None:
             output = self._check_turns(output, embed)
-        if count_check is not None:
+        close: set[int] = set()
+        if counting is not None:
             exclusive = output.exclusive_speaker_diarization
             if self.voice_changes is not None:
                 output, exclusive = self._cut_voice_changes(output, embed, samples, frames)
-            output = self._check_count(output, embed, count_check, max_speakers, exclusive, self._embed_alone(samples))
+            output, close = self._check_count(output, embed, counting, min_speakers, max_speakers, exclusive,
+                                              self._embed_alone(samples))
         if self.window_check is not None:
             output = self._check_windows(output, frames.spans_embedder(trunk))
+        if close:  # read by diarization/base.py's from_pyannote, into the response's warnings
+            output.notes = [count_check.uncertain(len(output.speaker_diarization.labels()), close)]
         return output
 
     def _checks(self, count_check) -> bool:
@@ -235,20 +239,27 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         return _moved(output, found), voice_changes.relabel(pieces, found)
 
     def _check_count(self, output: DiarizeOutput, embed: Callable[[Segment], np.ndarray],
-                     options: count_check.CountCheckOptions, max_speakers: int | None,
-                     exclusive: Annotation | None = None,
-                     embed_alone: Callable[[Segment], np.ndarray] | None = None) -> DiarizeOutput:
-        """``exclusive``: the turns to look at (default: the output's exclusive turns; after the voice-change
-        cut, its pieces); ``embed_alone``: CAM++ on a turn's own samples, for the count check's joins."""
+                     options: count_check.CountCheckOptions, min_speakers: int | None, max_speakers: int | None,
+                     exclusive: Annotation, embed_alone: Callable[[Segment], np.ndarray],
+                     ) -> tuple[DiarizeOutput, set[int]]:
+        """Speakers that are one voice joined, then speakers that hold two split (count_check.py), and how
+        near another count was. ``exclusive``: the turns to look at (the output's exclusive turns, or
+        after the voice-change cut its pieces); ``embed_alone``: CAM++ on a turn's own samples."""
         labels = _labels_with_centroids(output)
         if labels is None:
-            return output
+            return output, set()
+        embed_alone = _remembered(embed_alone)  # the join and the split compare the same longest turns
+        joined = count_check.join(exclusive, labels, embed_alone, options, keep=min_speakers or 1)
+        if joined.joins:
+            output, exclusive = _joined(output, exclusive, joined.joins)
+            labels = _labels_with_centroids(output)
         room = None if max_speakers is None else max_speakers - len(labels)
-        exclusive = output.exclusive_speaker_diarization if exclusive is None else exclusive
         found = count_check.split(exclusive, labels, embed, options, room, embed_alone)
+        close = joined.close | found.close
         if not found.moves:
-            return output
-        return _moved(output, found.moves, dict(zip(labels, output.speaker_embeddings, strict=True)) | found.centroids)
+            return output, close
+        centroids = dict(zip(labels, output.speaker_embeddings, strict=True)) | found.centroids
+        return _moved(output, found.moves, centroids), close
 
     def frames(self, samples: np.ndarray) -> pooled.FrameStore:
         """CAM++'s frames over the whole of ``samples`` (16 kHz); ``.embedder(trunk)`` embeds any stretch."""
@@ -312,6 +323,40 @@ def _moved(output: DiarizeOutput, moves: list[turn_check.Move], centroids: dict 
         exclusive_speaker_diarization=turn_check.apply(output.exclusive_speaker_diarization, moves),
         speaker_embeddings=embeddings,
     )
+
+
+def _joined(output: DiarizeOutput, exclusive: Annotation, joins: dict[str, str]) -> tuple[DiarizeOutput, Annotation]:
+    """``output`` and ``exclusive`` with each joined speaker's turns given to the speaker it joins, the
+    speakers numbered from SPEAKER_00 again in their order; a joined centroid is the speech-weighted mean."""
+    regular = output.speaker_diarization
+    labels = regular.labels()
+    speech = dict(regular.chart())
+    kept = [label for label in labels if label not in joins]
+    names = {label: f"SPEAKER_{index:02d}" for index, label in enumerate(kept)}
+    names |= {label: names[target] for label, target in joins.items()}
+    sums, weights = {}, {}
+    for label, centroid in zip(labels, output.speaker_embeddings, strict=True):
+        name, weight = names[label], max(speech.get(label, 0.0), 1e-3)
+        sums[name] = sums.get(name, 0.0) + weight * np.asarray(centroid, dtype=np.float64)
+        weights[name] = weights.get(name, 0.0) + weight
+    renamed = regular.rename_labels(names).support()
+    centroids = np.stack([sums[label] / weights[label] for label in renamed.labels()])
+    return DiarizeOutput(
+        speaker_diarization=renamed,
+        exclusive_speaker_diarization=output.exclusive_speaker_diarization.rename_labels(names).support(),
+        speaker_embeddings=centroids.astype(output.speaker_embeddings.dtype),
+    ), exclusive.rename_labels(names)
+
+
+def _remembered(embed: Callable[[Segment], np.ndarray]) -> Callable[[Segment], np.ndarray]:
+    made: dict[Segment, np.ndarray] = {}
+
+    def remembered(span: Segment) -> np.ndarray:
+        if span not in made:
+            made[span] = embed(span)
+        return made[span]
+
+    return remembered
 
 
 def _without_overlap(masks: np.ndarray) -> np.ndarray:

@@ -1,4 +1,5 @@
-"""A second look at the speaker count: a speaker whose turns fall into separate voices is split.
+"""A second look at the speaker count: speakers whose turns are one voice are joined, a speaker whose
+turns fall into separate voices is split.
 
 The clustering counts speakers from 10 s windows; when two voices are alike, the segmentation model
 often takes both for one local speaker inside a window, mixed windows join the two clusters, and two
@@ -10,12 +11,19 @@ other, by ``separation`` on average, with ``min_turns`` turns and ``min_speech``
 side is cut again. The side with the most speech keeps the label; a split-off side the same test cannot
 tell from another speaker joins that speaker, any other becomes a new one.
 
-Only the count goes up: ``max_speakers`` bounds the new speakers (the most separated first); with
-``num_speakers`` given the check does not run. How the settings were chosen: docs/diarization.md.
+On short recordings the clustering sees few windows and may also give one voice two labels. So before
+the split, every two speakers are compared turn by turn (each turn embedded alone, the ``JOIN_TURNS``
+longest of each): when their turns are on average as alike across the two as within the more consistent
+of them, short of ``join_margin``, they are one speaker. ``min_speakers`` bounds the joins,
+``max_speakers`` the new speakers of the split (the most separated first); with ``num_speakers`` given
+the check does not run. A join or split decided within ``close`` of its threshold makes the count uncertain
+(``close``: the count one more or one fewer speaker was near), which the response says, so a client can
+ask again with ``num_speakers``. How the settings were chosen: docs/diarization.md.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -35,12 +43,17 @@ class CountCheckOptions:
       min_turn: turns shorter than this (seconds) are not embedded, as in the turn check.
       min_speech: seconds of speech each side of a split needs to count as a voice.
       min_turns: turns each side of a split needs to count as a voice.
+      join_margin: two speakers are joined when the mean similarity of their turns across the two falls
+        short of the mean similarity within the more consistent one by less than this.
+      close: a split or join decided within this of its threshold makes the count uncertain (a note).
     """
 
     separation: float = 0.14
     min_turn: float = MIN_DURATION_S
     min_speech: float = 4.0
     min_turns: int = 2
+    join_margin: float = 0.10
+    close: float = 0.04
 
 
 @dataclass(frozen=True)
@@ -49,6 +62,62 @@ class Split:
 
     moves: list[Move] = field(default_factory=list)
     centroids: dict[str, np.ndarray] = field(default_factory=dict)
+    close: set[int] = field(default_factory=set)  # +1: one more speaker was close, -1: one fewer
+
+
+@dataclass(frozen=True)
+class Join:
+    """Speakers found to be one voice: {label joined: the label it joins}; ``close`` as in ``Split``."""
+
+    joins: dict[str, str] = field(default_factory=dict)
+    close: set[int] = field(default_factory=set)
+
+
+def join(exclusive: Annotation, labels: list[str], embed_alone: Callable[[Segment], np.ndarray],
+         options: CountCheckOptions = CountCheckOptions(), keep: int = 1) -> Join:
+    """Speakers whose turns (each embedded alone) cannot be told apart, joined two at a time, the most alike
+    pair first, while more than ``keep`` remain."""
+    alone = _Cached(embed_alone)
+    turns = {label: [t for t in exclusive.label_timeline(label, copy=False) if t.duration >= options.min_turn]
+             for label in labels}
+    owner = {label: label for label in labels}  # every label to the speaker it ended in
+    groups = {label: turns[label] for label in labels if turns[label]}
+    joins, close = {}, set()
+    while len({owner[label] for label in labels}) > keep:
+        gaps = sorted((_gap(alone.longest(groups[a]), alone.longest(groups[b])), a, b)
+                      for a, b in itertools.combinations(sorted(groups), 2)
+                      if len(groups[a]) + len(groups[b]) >= 3)
+        if not gaps or gaps[0][0] >= options.join_margin:
+            close |= {-1} if gaps and gaps[0][0] < options.join_margin + options.close else set()
+            break
+        if gaps[0][0] > options.join_margin - options.close:
+            close.add(+1)
+        _, a, b = gaps[0]
+        groups[a] = groups[a] + groups.pop(b)
+        for label, speaker in owner.items():
+            if speaker == b:
+                owner[label] = a
+        joins[b] = a
+    return Join({label: owner[label] for label in joins}, close)
+
+
+def uncertain(found: int, close: set[int]) -> str:
+    """The response's note when another count was near: ``found`` speakers, ``close`` as in ``Split``."""
+    near = " or ".join(str(found + step) for step in sorted(close) if found + step >= 1)
+    why = {+1: "two alike voices may have been taken for one", -1: "one voice may have been taken for two"}
+    return (f"the speaker count is uncertain: {found} speaker{'' if found == 1 else 's'} found, {near} nearly "
+            f"({'; '.join(why[step] for step in sorted(close))}); pass num_speakers if you know how many spoke")
+
+
+def _gap(mine: np.ndarray, theirs: np.ndarray) -> float:
+    """How much less alike two speakers' turns are across the two than within the more consistent one
+    (mean cosine similarities; a speaker of one turn has no within)."""
+    unit = _unit(np.concatenate([mine, theirs]))
+    similarity = unit @ unit.T
+    n = len(mine)
+    within = [similarity[s][np.triu_indices(len(similarity[s]), 1)].mean()
+              for s in (np.s_[:n, :n], np.s_[n:, n:]) if len(similarity[s]) > 1]
+    return float(max(within) - similarity[:n, n:].mean()) if within else np.inf
 
 
 @dataclass(frozen=True)
@@ -69,12 +138,14 @@ def split(
 ) -> Split:
     """Speakers whose turns hold separate voices, split; at most ``room`` new speakers (None: no bound).
     ``embed_alone``: the embedding of a turn's own samples, for the joins (default: ``embed``)."""
-    voices = {label: _voices(label, _embedded(exclusive, label, embed, options.min_turn), options)
+    calls: list[bool] = []
+    voices = {label: _voices(label, _embedded(exclusive, label, embed, options.min_turn), options, calls)
               for label in labels}
+    close = {-1 if split else +1 for split in calls}
     main = {label: found[0] for label, found in voices.items() if found}
     extra = sorted((v for found in voices.values() for v in found[1:]), key=lambda v: -v.separation)
     if not extra:
-        return Split()
+        return Split(close=close)
     alone = _Cached(embed_alone or embed)
     targets = [_same_voice(voice, main, options, alone) for voice in extra]
     new = [voice for voice, target in zip(extra, targets, strict=True) if target is None]
@@ -94,7 +165,7 @@ def split(
     for label, taken_voices in owners.items():
         held = taken_voices + ([main[label]] if label in main else [])
         centroids[label] = np.concatenate([v.embeddings for v in held]).mean(axis=0)
-    return Split(moves, centroids)
+    return Split(moves, centroids, close)
 
 
 def _embedded(exclusive: Annotation, label: str, embed, min_turn: float) -> list[tuple[Segment, np.ndarray]]:
@@ -107,22 +178,25 @@ def _embedded(exclusive: Annotation, label: str, embed, min_turn: float) -> list
     return turns
 
 
-def _voices(label: str, turns: list[tuple[Segment, np.ndarray]], options: CountCheckOptions) -> list[_Voice]:
-    """The speaker's voices, the one with the most speech first (one voice when its turns do not split)."""
+def _voices(label: str, turns: list[tuple[Segment, np.ndarray]], options: CountCheckOptions,
+            calls: list[bool]) -> list[_Voice]:
+    """The speaker's voices, the one with the most speech first (one voice when its turns do not split).
+    ``calls``: as in ``_bisect``."""
     if not turns:
         return []
     embeddings = np.stack([embedding for _, embedding in turns])
     durations = np.array([turn.duration for turn, _ in turns])
-    groups = _bisect(_unit(embeddings), durations, np.arange(len(turns)), 0.0, options)
+    groups = _bisect(_unit(embeddings), durations, np.arange(len(turns)), 0.0, options, calls)
     groups.sort(key=lambda group: -durations[group[0]].sum())
     return [_Voice(label, [turns[i][0] for i in members], embeddings[members], separation)
             for members, separation in groups]
 
 
 def _bisect(unit: np.ndarray, durations: np.ndarray, members: np.ndarray, separation: float,
-            options: CountCheckOptions) -> list[tuple[np.ndarray, float]]:
+            options: CountCheckOptions, calls: list[bool]) -> list[tuple[np.ndarray, float]]:
     """``members`` cut in two by the sign of the similarity graph's Fiedler vector (spectral bisection, as
-    senko's spectral clustering) while the sides are separate voices, each side cut again."""
+    senko's spectral clustering) while the sides are separate voices, each side cut again. ``calls`` gets
+    whether each cut decided within ``options.close`` of the threshold was made."""
     if len(members) < 2 * options.min_turns:
         return [(members, separation)]
     similarity = unit[members] @ unit[members].T
@@ -131,9 +205,12 @@ def _bisect(unit: np.ndarray, durations: np.ndarray, members: np.ndarray, separa
     if any(len(s) < options.min_turns or durations[s].sum() < options.min_speech for s in sides):
         return [(members, separation)]
     mean, lowest = _separation(similarity, side)
-    if lowest <= 0 or mean < options.separation:
+    split = lowest > 0 and mean >= options.separation
+    if abs(mean - options.separation) < options.close:
+        calls.append(split)
+    if not split:
         return [(members, separation)]
-    return [group for s in sides for group in _bisect(unit, durations, s, mean, options)]
+    return [group for s in sides for group in _bisect(unit, durations, s, mean, options, calls)]
 
 
 def _same_voice(voice: _Voice, main: dict[str, _Voice], options: CountCheckOptions, alone: _Cached) -> str | None:

@@ -71,10 +71,10 @@ def moves(exclusive: Annotation, embed_spans: Callable[[np.ndarray], np.ndarray]
     names = _names(pieces, owners, sorted(set(owners)))
     centre = {name: windows.embeddings[np.isin(clusters, [c for c, n in names.items() if n == name])].mean(axis=0)
               for name in set(names.values())}
-    found = []
+    found, named = [], set(names.values())
     for turn_index, span, cluster in pieces:
         old, new = owners[turn_index], names[cluster]
-        if old == new:
+        if old == new or old not in named:  # a speaker no cluster took keeps its turns: the count stays
             continue
         turn = turns[turn_index]
         if turn.duration < options.min_turn and not _agrees(embed_spans, turn, centre.get(old), centre[new], options):
