@@ -19,6 +19,7 @@ from pathlib import Path
 
 from evaluation.speaker_count_sets import SETS, TUNED, centroid_similarities, load, reference_similarity
 from support.metrics import annotation, der
+from whisper_endpoint.diarization.base import COUNT_UNCERTAIN
 from support.paths import RESULTS
 
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
@@ -30,7 +31,7 @@ def diarize(diarizer, file, **count) -> tuple[dict, float]:
     started = time.process_time()
     found = diarizer.diarize(file.samples, **count)
     cpu = time.process_time() - started
-    uncertain = any(note.startswith("the speaker count is uncertain") for note in found.warnings)
+    uncertain = any(note.startswith(COUNT_UNCERTAIN) for note in found.warnings)
     return der(file.reference, annotation(found.exclusive), file.duration) | {"uncertain": uncertain}, cpu
 
 

@@ -72,6 +72,28 @@ def test_two_voices_of_one_block_are_never_one_speaker():
     assert len(linking.group(voices, num_speakers=1)) == 2  # the count asked for cannot join them either
 
 
+def test_a_blocks_uncertain_count_is_not_the_recordings():
+    """A block's note that its count was close speaks of the block's count, not of the linked one: dropped
+    when there are several blocks, kept when the recording was one (issue 75)."""
+    from whisper_endpoint.blocks.runner import _linked
+    from whisper_endpoint.blocks.saved import BlockResult
+    from whisper_endpoint.core.config import InferenceConfig
+    from whisper_endpoint.core.types import SpeakerTurn, Transcript
+    from whisper_endpoint.diarization.base import COUNT_UNCERTAIN, Diarization
+
+    vector = np.random.default_rng(3).standard_normal(192)
+    note = f"{COUNT_UNCERTAIN}: 1 speaker found, 2 nearly (...)"
+
+    def block(index: int) -> BlockResult:
+        turn = SpeakerTurn(10.0 * index, 10.0 * index + 5, "SPEAKER_00")
+        found = Diarization([turn], [turn], [note, "another note"])
+        return BlockResult(index * 160000, (index + 1) * 160000, 1, Transcript(segments=[], language="en"), found,
+                           {"SPEAKER_00": (vector, 5.0)})
+
+    assert _linked([block(0), block(1)], InferenceConfig()).warnings == ["another note"]
+    assert _linked([block(0)], InferenceConfig()).warnings == [note, "another note"]
+
+
 def test_long_files_are_decoded_to_disk_with_the_same_samples(tmp_path):
     body = encode(_noise(12 * 22050 / SAMPLE_RATE, seed=3), 22050, "flac", "flac")  # 12 s, resampled too
     whole = decode_file(body, max_seconds=60)

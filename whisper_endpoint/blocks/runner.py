@@ -13,7 +13,7 @@ from whisper_endpoint.blocks.saved import BlockResult
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import Block, DecodeContext
 from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, SpeakerTurn, Transcript, clock
-from whisper_endpoint.diarization.base import Diarization
+from whisper_endpoint.diarization.base import COUNT_UNCERTAIN, Diarization
 from whisper_endpoint.pipeline import asr_step, languages
 from whisper_endpoint.speakers import labels
 from whisper_endpoint.speakers.step import RequestSpeakers
@@ -156,7 +156,8 @@ def _linked(results: list[BlockResult], config: InferenceConfig) -> Diarization:
                  if result.diarization is not None for t in getattr(result.diarization, kind)]
         return sorted(turns, key=lambda turn: (turn.start, turn.end))
 
-    warnings = [w for result in results if result.diarization is not None for w in result.diarization.warnings]
+    warnings = [w for result in results if result.diarization is not None for w in result.diarization.warnings
+                if len(results) == 1 or not w.startswith(COUNT_UNCERTAIN)]  # a block's count is not the count
     count = len(set(names.values()))
     if config.num_speakers is not None and count != config.num_speakers:
         warnings.append(f"num_speakers={config.num_speakers} was asked for; the blocks' voices gave {count} speakers")

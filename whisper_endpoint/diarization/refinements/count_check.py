@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from pyannote.core import Annotation, Segment
 
+from whisper_endpoint.diarization.base import COUNT_UNCERTAIN
 from whisper_endpoint.diarization.refinements.turn_check import MIN_DURATION_S, Move
 
 JOIN_TURNS = 10  # turns per side a join compares at most: CAM++ runs on each alone (bounded cost)
@@ -105,7 +106,7 @@ def uncertain(found: int, close: set[int]) -> str:
     """The response's note when another count was near: ``found`` speakers, ``close`` as in ``Split``."""
     near = " or ".join(str(found + step) for step in sorted(close) if found + step >= 1)
     why = {+1: "two alike voices may have been taken for one", -1: "one voice may have been taken for two"}
-    return (f"the speaker count is uncertain: {found} speaker{'' if found == 1 else 's'} found, {near} nearly "
+    return (f"{COUNT_UNCERTAIN}: {found} speaker{'' if found == 1 else 's'} found, {near} nearly "
             f"({'; '.join(why[step] for step in sorted(close))}); pass num_speakers if you know how many spoke")
 
 
