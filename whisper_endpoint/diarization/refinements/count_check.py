@@ -54,7 +54,7 @@ class CountCheckOptions:
     min_speech: float = 4.0
     min_turns: int = 2
     join_margin: float = 0.10
-    close: float = 0.04
+    close: float = 0.07
 
 
 @dataclass(frozen=True)
