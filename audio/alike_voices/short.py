@@ -1,4 +1,4 @@
-"""Builds the short alike-voice recordings of issue 75: 20-90 s, two to four speakers, two of them alike,
+"""Builds the short alike-voice recordings of issue 75: 20-39 s, two to four speakers, two of them alike,
 two to four turns of 2-6 s each: what a voice note of three colleagues looks like.
 
     python audio/alike_voices/short.py [--out audio/alike_voices] [--only NAME ...]
