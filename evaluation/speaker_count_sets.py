@@ -1,7 +1,7 @@
 """The recordings the speaker count is measured on, and how alike their voices are.
 
 Sets: ``tuning`` and ``judging`` (audio/alike_voices, made by its generate.py), ``short_tuning`` and
-``short_judging`` (audio/alike_voices, made by its short.py: 20-40 s, two of the speakers alike, two to
+``short_judging`` (audio/alike_voices, made by its short.py: 20-39 s, two of the speakers alike, two to
 four turns each; the count's join was chosen looking at both) and ``short_fresh`` (made the same way
 after, never tuned on), ``negatives`` (one
 speaker each: two made there, plus audio/clips' 30 prompts joined here, in name order with
