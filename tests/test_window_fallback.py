@@ -3,7 +3,8 @@ their segment, and an error while decoding one window decodes it again the plain
 
 The properties drive the real tiny.en model (sequential and batched paths, word timestamps) over pieces
 of real speech and noise drawn at random; the fast tier draws a few, ``ALIGNMENT_EXAMPLES`` /
-``PIECE_EXAMPLES`` in the environment draw more (the slow tier's share: see the closing note's command).
+``PIECE_EXAMPLES`` in the environment draw more (docs/long_recordings.md gives the command and what
+it drew).
 """
 
 from __future__ import annotations
