@@ -254,7 +254,9 @@ class InferenceConfig(SubtitleOptions):
         "comma-separated): detection picks among them, per segment when several are spoken (docs/languages.md); "
         "one value is the same as language.",
     )
-    num_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: the number of speakers.")
+    num_speakers: Optional[int] = Field(None, ge=1, le=100, description=(
+        "Diarization: the number of speakers. Without it the diarizer counts, and the warnings say when "
+        "its count was uncertain (\"the speaker count is uncertain: ...\")."))
     min_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at least this many (<= max).")
     max_speakers: Optional[int] = Field(None, ge=1, le=100, description="Diarization: at most this many.")
     beam_size: int = Field(
