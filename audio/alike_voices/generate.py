@@ -259,13 +259,18 @@ def write(dialogue: Dialogue, samples: np.ndarray, turns: list[dict], out: Path)
     folder = out / dialogue.set
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / dialogue.name
-    soundfile.write(stem.with_suffix(".flac"), samples, RATE, subtype="PCM_16", format="FLAC")
     truth = {"file": f"{dialogue.name}.flac", "set": dialogue.set, "language": dialogue.language,
              "duration": round(len(samples) / RATE, 2), "about": dialogue.about, "turns": turns}
+    write_files(stem, samples, truth)
+
+
+def write_files(stem: Path, samples: np.ndarray, truth: dict) -> None:
+    """``stem``.flac (16-bit), .json (``truth``) and .rttm (``truth``'s turns)."""
+    soundfile.write(stem.with_suffix(".flac"), samples, RATE, subtype="PCM_16", format="FLAC")
     stem.with_suffix(".json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     stem.with_suffix(".rttm").write_text("".join(
-        f"SPEAKER {dialogue.name} 1 {t['start']:.3f} {t['end'] - t['start']:.3f} <NA> <NA> {t['speaker']} <NA> <NA>\n"
-        for t in turns))
+        f"SPEAKER {stem.name} 1 {t['start']:.3f} {t['end'] - t['start']:.3f} <NA> <NA> {t['speaker']} <NA> <NA>\n"
+        for t in truth["turns"]))
 
 
 def main() -> int:

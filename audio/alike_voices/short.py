@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import re
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from generate import (
     synthesize,
     texts,
     trim,
+    write_files,
 )
 
 FILLETS = Path("/usr/share/games/fillets-ng")
@@ -226,15 +226,11 @@ def write(short: Short, samples: np.ndarray, turns: list[dict], out: Path) -> No
     folder = out / short.set
     folder.mkdir(parents=True, exist_ok=True)
     stem = folder / short.name
-    soundfile.write(stem.with_suffix(".flac"), samples, RATE, subtype="PCM_16", format="FLAC")
     languages = sorted({"ja" if t["voice"].startswith("kokoro") else "en" if t["voice"].startswith("flite")
                         else t["voice"].split(":")[1].split(",")[0] for t in turns})
     truth = {"file": f"{short.name}.flac", "set": short.set, "languages": languages,
              "duration": round(len(samples) / RATE, 2), "about": short.about, "turns": turns}
-    stem.with_suffix(".json").write_text(json.dumps(truth, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    stem.with_suffix(".rttm").write_text("".join(
-        f"SPEAKER {short.name} 1 {t['start']:.3f} {t['end'] - t['start']:.3f} <NA> <NA> {t['speaker']} <NA> <NA>\n"
-        for t in turns))
+    write_files(stem, samples, truth)
 
 
 def main() -> int:
