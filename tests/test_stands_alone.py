@@ -73,8 +73,9 @@ def test_the_audio_and_its_ground_truth_are_committed():
         for suffix in (".flac", ".rttm", ".json"):
             assert f"audio/{stem}{suffix}" in tracked
     # A clone stays a quick download: the evaluation sets (alike voices, mixed languages, loop stress, word
-    # times) are rebuilt by audio/generate/ but committed so that every figure can be re-run offline.
+    # times) are rebuilt by audio/generate/ but committed so that every figure can be re-run offline. 80 MiB
+    # until the short alike-voice sets (29 files, 11.7 MB) came; 96 MiB leaves room for one more set.
     size = sum((ROOT / name).stat().st_size for name in tracked)
-    assert size < 80 * 2**20, f"committed audio is {size / 2**20:.1f} MiB (the bound is 80 MiB)"
+    assert size < 96 * 2**20, f"committed audio is {size / 2**20:.1f} MiB (the bound is 96 MiB)"
     largest = max(tracked, key=lambda name: (ROOT / name).stat().st_size)
     assert (ROOT / largest).stat().st_size < 12 * 2**20, f"{largest} is over 12 MiB"

@@ -12,8 +12,8 @@ side is cut again. The side with the most speech keeps the label; a split-off si
 tell from another speaker joins that speaker, any other becomes a new one.
 
 On short recordings the clustering sees few windows and may also give one voice two labels. So before
-the split, every two speakers are compared turn by turn (each turn embedded alone, the ``JOIN_TURNS``
-longest of each): when their turns are on average as alike across the two as within the more consistent
+the split, every two speakers of ``min_turns`` turns or more are compared turn by turn (each turn embedded
+alone, the ``JOIN_TURNS`` longest of each): when their turns are on average as alike across the two as within the more consistent
 of them, short of ``join_margin``, they are one speaker. ``min_speakers`` bounds the joins,
 ``max_speakers`` the new speakers of the split (the most separated first); with ``num_speakers`` given
 the check does not run. A join or split decided within ``close`` of its threshold makes the count uncertain
@@ -77,7 +77,9 @@ class Join:
 def join(exclusive: Annotation, labels: list[str], embed_alone: Callable[[Segment], np.ndarray],
          options: CountCheckOptions = CountCheckOptions(), keep: int = 1) -> Join:
     """Speakers whose turns (each embedded alone) cannot be told apart, joined two at a time, the most alike
-    pair first, while more than ``keep`` remain."""
+    pair first, while more than ``keep`` remain. Each of the two needs ``min_turns`` turns: a speaker of one
+    turn shows nothing of how much its own turns vary (on real speech one turn sat 0.06 from the other
+    speaker's, as close as one voice's two labels)."""
     alone = _Cached(embed_alone)
     turns = {label: [t for t in exclusive.label_timeline(label, copy=False) if t.duration >= options.min_turn]
              for label in labels}
@@ -87,7 +89,7 @@ def join(exclusive: Annotation, labels: list[str], embed_alone: Callable[[Segmen
     while len({owner[label] for label in labels}) > keep:
         gaps = sorted((_gap(alone.longest(groups[a]), alone.longest(groups[b])), a, b)
                       for a, b in itertools.combinations(sorted(groups), 2)
-                      if len(groups[a]) + len(groups[b]) >= 3)
+                      if min(len(groups[a]), len(groups[b])) >= options.min_turns)
         if not gaps or gaps[0][0] >= options.join_margin:
             close |= {-1} if gaps and gaps[0][0] < options.join_margin + options.close else set()
             break
@@ -111,14 +113,13 @@ def uncertain(found: int, close: set[int]) -> str:
 
 
 def _gap(mine: np.ndarray, theirs: np.ndarray) -> float:
-    """How much less alike two speakers' turns are across the two than within the more consistent one
-    (mean cosine similarities; a speaker of one turn has no within)."""
+    """How much less alike two speakers' turns (two or more each) are across the two than within the more
+    consistent one (mean cosine similarities)."""
     unit = _unit(np.concatenate([mine, theirs]))
     similarity = unit @ unit.T
     n = len(mine)
-    within = [similarity[s][np.triu_indices(len(similarity[s]), 1)].mean()
-              for s in (np.s_[:n, :n], np.s_[n:, n:]) if len(similarity[s]) > 1]
-    return float(max(within) - similarity[:n, n:].mean()) if within else np.inf
+    within = [similarity[s][np.triu_indices(len(similarity[s]), 1)].mean() for s in (np.s_[:n, :n], np.s_[n:, n:])]
+    return float(max(within) - similarity[:n, n:].mean())
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def split(
     calls: list[bool] = []
     voices = {label: _voices(label, _embedded(exclusive, label, embed, options.min_turn), options, calls)
               for label in labels}
-    close = {-1 if split else +1 for split in calls}
+    close = {-1 if made else +1 for made in calls}
     main = {label: found[0] for label, found in voices.items() if found}
     extra = sorted((v for found in voices.values() for v in found[1:]), key=lambda v: -v.separation)
     if not extra:
