@@ -12,9 +12,10 @@ side is cut again. The side with the most speech keeps the label; a split-off si
 tell from another speaker joins that speaker, any other becomes a new one.
 
 On short recordings the clustering sees few windows and may also give one voice two labels. So before
-the split, every two speakers of ``min_turns`` turns or more are compared turn by turn (each turn embedded
-alone, the ``JOIN_TURNS`` longest of each): when their turns are on average as alike across the two as within the more consistent
-of them, short of ``join_margin``, they are one speaker. ``min_speakers`` bounds the joins,
+the split, every two speakers are compared turn by turn (each turn embedded alone, the ``JOIN_TURNS``
+longest of each): when their turns are on average as alike across the two as within the more consistent
+of them, short of ``join_margin`` (``join_margin_one_turn`` when one has a single turn), they are one
+speaker. ``min_speakers`` bounds the joins,
 ``max_speakers`` the new speakers of the split (the most separated first); with ``num_speakers`` given
 the check does not run. A join or split decided within ``close`` of its threshold makes the count uncertain
 (``close``: the count one more or one fewer speaker was near), which the response says, so a client can
@@ -46,6 +47,8 @@ class CountCheckOptions:
       min_turns: turns each side of a split needs to count as a voice.
       join_margin: two speakers are joined when the mean similarity of their turns across the two falls
         short of the mean similarity within the more consistent one by less than this.
+      join_margin_one_turn: the same for a speaker of a single turn beside one of ``min_turns`` or more:
+        one turn shows little of how its voice varies (two speakers of one turn each are not compared).
       close: a split or join decided within this of its threshold makes the count uncertain (a note).
     """
 
@@ -54,6 +57,7 @@ class CountCheckOptions:
     min_speech: float = 4.0
     min_turns: int = 2
     join_margin: float = 0.10
+    join_margin_one_turn: float = 0.03
     close: float = 0.07
 
 
@@ -76,32 +80,37 @@ class Join:
 
 def join(exclusive: Annotation, labels: list[str], embed_alone: Callable[[Segment], np.ndarray],
          options: CountCheckOptions = CountCheckOptions(), keep: int = 1) -> Join:
-    """Speakers whose turns (each embedded alone) cannot be told apart, joined two at a time, the most alike
-    pair first, while more than ``keep`` remain. Each of the two needs ``min_turns`` turns: a speaker of one
-    turn shows nothing of how much its own turns vary (on real speech one turn sat 0.06 from the other
-    speaker's, as close as one voice's two labels)."""
+    """Speakers whose turns (each embedded alone) cannot be told apart, joined two at a time, the pair
+    furthest under its margin first, while more than ``keep`` remain: ``join_margin`` for two speakers of
+    ``min_turns`` turns or more, ``join_margin_one_turn`` when one of them has a single turn."""
     alone = _Cached(embed_alone)
-    turns = {label: [t for t in exclusive.label_timeline(label, copy=False) if t.duration >= options.min_turn]
-             for label in labels}
+    groups = {label: found for label in labels
+              if (found := [t for t in exclusive.label_timeline(label, copy=False) if t.duration >= options.min_turn])}
     owner = {label: label for label in labels}  # every label to the speaker it ended in
-    groups = {label: turns[label] for label in labels if turns[label]}
     joins, close = {}, set()
     while len({owner[label] for label in labels}) > keep:
-        gaps = sorted((_gap(alone.longest(groups[a]), alone.longest(groups[b])), a, b)
-                      for a, b in itertools.combinations(sorted(groups), 2)
-                      if min(len(groups[a]), len(groups[b])) >= options.min_turns)
-        if not gaps or gaps[0][0] >= options.join_margin:
-            close |= {-1} if gaps and gaps[0][0] < options.join_margin + options.close else set()
+        below = sorted((_gap(alone.longest(groups[a]), alone.longest(groups[b])) - margin, a, b)
+                       for a, b in itertools.combinations(sorted(groups), 2)
+                       if (margin := _margin(len(groups[a]), len(groups[b]), options)) is not None)
+        if not below or below[0][0] >= 0:
+            close |= {-1} if below and below[0][0] < options.close else set()
             break
-        if gaps[0][0] > options.join_margin - options.close:
+        if below[0][0] > -options.close:
             close.add(+1)
-        _, a, b = gaps[0]
+        _, a, b = below[0]
         groups[a] = groups[a] + groups.pop(b)
         for label, speaker in owner.items():
             if speaker == b:
                 owner[label] = a
         joins[b] = a
     return Join({label: owner[label] for label in joins}, close)
+
+
+def _margin(turns: int, other: int, options: CountCheckOptions) -> float | None:
+    """The join margin of two speakers of ``turns`` and ``other`` turns (None: not compared)."""
+    if min(turns, other) >= options.min_turns:
+        return options.join_margin
+    return options.join_margin_one_turn if max(turns, other) >= options.min_turns else None
 
 
 def uncertain(found: int, close: set[int]) -> str:
@@ -113,12 +122,13 @@ def uncertain(found: int, close: set[int]) -> str:
 
 
 def _gap(mine: np.ndarray, theirs: np.ndarray) -> float:
-    """How much less alike two speakers' turns (two or more each) are across the two than within the more
-    consistent one (mean cosine similarities)."""
+    """How much less alike two speakers' turns are across the two than within the more consistent one
+    (mean cosine similarities; a speaker of one turn has no within)."""
     unit = _unit(np.concatenate([mine, theirs]))
     similarity = unit @ unit.T
     n = len(mine)
-    within = [similarity[s][np.triu_indices(len(similarity[s]), 1)].mean() for s in (np.s_[:n, :n], np.s_[n:, n:])]
+    within = [similarity[s][np.triu_indices(len(similarity[s]), 1)].mean()
+              for s in (np.s_[:n, :n], np.s_[n:, n:]) if len(similarity[s]) > 1]
     return float(max(within) - similarity[:n, n:].mean())
 
 
