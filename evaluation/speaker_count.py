@@ -19,8 +19,8 @@ from pathlib import Path
 
 from evaluation.speaker_count_sets import SETS, TUNED, centroid_similarities, load, reference_similarity
 from support.metrics import annotation, der
-from whisper_endpoint.diarization.base import COUNT_UNCERTAIN
 from support.paths import RESULTS
+from whisper_endpoint.diarization.base import COUNT_UNCERTAIN
 
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
 

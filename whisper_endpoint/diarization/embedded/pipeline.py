@@ -248,7 +248,6 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         labels = _labels_with_centroids(output)
         if labels is None:
             return output, set()
-        embed_alone = _remembered(embed_alone)  # the join and the split compare the same longest turns
         joined = count_check.join(exclusive, labels, embed_alone, options, keep=min_speakers or 1)
         if joined.joins:
             output, exclusive = _joined(output, exclusive, joined.joins)
@@ -266,14 +265,18 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         return pooled.frames_of(pooled.Trunk(self.embedding_network), torch.from_numpy(samples), self.tiling)
 
     def _embed_alone(self, samples: np.ndarray) -> Callable[[Segment], np.ndarray]:
-        """span -> CAM++ run on that stretch of ``samples`` alone (no neighbouring speech in its context)."""
+        """span -> CAM++ run on that stretch of ``samples`` alone (no neighbouring speech in its context), each
+        span once: the count check's join and split compare the same longest turns."""
         device = next(self.embedding_network.parameters()).device
         rate = speech_fill.SAMPLE_RATE
+        made: dict[Segment, np.ndarray] = {}
 
         def embed(span: Segment) -> np.ndarray:
-            piece = torch.from_numpy(samples[round(span.start * rate): round(span.end * rate)].copy())
-            with torch.inference_mode():
-                return self.embedding_network(piece[None, None].to(device))[0].cpu().numpy()
+            if span not in made:
+                piece = torch.from_numpy(samples[round(span.start * rate): round(span.end * rate)].copy())
+                with torch.inference_mode():
+                    made[span] = self.embedding_network(piece[None, None].to(device))[0].cpu().numpy()
+            return made[span]
 
         return embed
 
@@ -346,17 +349,6 @@ def _joined(output: DiarizeOutput, exclusive: Annotation, joins: dict[str, str])
         exclusive_speaker_diarization=output.exclusive_speaker_diarization.rename_labels(names).support(),
         speaker_embeddings=centroids.astype(output.speaker_embeddings.dtype),
     ), exclusive.rename_labels(names)
-
-
-def _remembered(embed: Callable[[Segment], np.ndarray]) -> Callable[[Segment], np.ndarray]:
-    made: dict[Segment, np.ndarray] = {}
-
-    def remembered(span: Segment) -> np.ndarray:
-        if span not in made:
-            made[span] = embed(span)
-        return made[span]
-
-    return remembered
 
 
 def _without_overlap(masks: np.ndarray) -> np.ndarray:

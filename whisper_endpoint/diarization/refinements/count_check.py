@@ -87,23 +87,21 @@ def join(exclusive: Annotation, labels: list[str], embed_alone: Callable[[Segmen
     groups = {label: found for label in labels
               if (found := [t for t in exclusive.label_timeline(label, copy=False) if t.duration >= options.min_turn])}
     owner = {label: label for label in labels}  # every label to the speaker it ended in
-    joins, close = {}, set()
-    while len({owner[label] for label in labels}) > keep:
+    close = set()
+    while len(set(owner.values())) > keep:
         below = sorted((_gap(alone.longest(groups[a]), alone.longest(groups[b])) - margin, a, b)
                        for a, b in itertools.combinations(sorted(groups), 2)
                        if (margin := _margin(len(groups[a]), len(groups[b]), options)) is not None)
         if not below or below[0][0] >= 0:
-            close |= {-1} if below and below[0][0] < options.close else set()
+            if below and below[0][0] < options.close:
+                close.add(-1)
             break
         if below[0][0] > -options.close:
             close.add(+1)
         _, a, b = below[0]
         groups[a] = groups[a] + groups.pop(b)
-        for label, speaker in owner.items():
-            if speaker == b:
-                owner[label] = a
-        joins[b] = a
-    return Join({label: owner[label] for label in joins}, close)
+        owner = {label: a if speaker == b else speaker for label, speaker in owner.items()}
+    return Join({label: speaker for label, speaker in owner.items() if label != speaker}, close)
 
 
 def _margin(turns: int, other: int, options: CountCheckOptions) -> float | None:
