@@ -71,5 +71,6 @@ def test_a_speaker_whose_windows_are_too_few_for_a_cluster_keeps_its_turns():
         middle = spans.mean(axis=1)
         return voices[np.digitize(middle, [15.5, 31.5])] + 0.02 * rng.standard_normal((len(spans), 8))
 
-    moves, _ = window_check.moves(turns, embed_spans, 3, window_check.WindowCheckOptions())
+    moves, centroids = window_check.moves(turns, embed_spans, 3, window_check.WindowCheckOptions())
+    assert set(centroids) == {"A", "B"}  # the case itself: C's windows joined another cluster
     assert all(move.old != "C" for move in moves)
