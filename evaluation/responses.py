@@ -4,12 +4,14 @@
     python -m evaluation responses --against DIR    # after it: compare; exit 1 naming what differs
 
 The requests run through ``EndpointHandler`` on the repository's own audio, on tiny.en (CTranslate2) with
-and without the embedded diarization: mono, word timestamps with confidence, segments with confidence,
+and without the embedded diarization, and on the multilingual base model: a two-language conversation with
+its language unset (a language per stretch, and per voice when diarized) and a window judged failed and
+decoded again (a phrase said ten times), with word times. On tiny.en: mono, word timestamps with confidence, segments with confidence,
 diarized (speaker turns, words), known speakers (with embeddings), multichannel (plain and diarized), no
 speech (silence, noise, diarized silence), speaker options on an endpoint without diarization, warnings
 from several steps (a speaker count the diarizer cannot reach, dual mono channels), and a request's
 progress reports (``DecodeContext`` listeners), mono and multichannel. Each response is written
-as ``NAME.json`` with sorted keys; the comparison is of those bytes. CPU only, about a minute.
+as ``NAME.json`` with sorted keys; the comparison is of those bytes. CPU only, a few minutes.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ MEETING = AUDIO / "dialogues" / "flite_meeting.flac"  # slt 0.3-5.1 s, rms 5.9-1
 RATE = 16000
 MEETING_S = 16.0  # three turns, two speakers
 AGENT, CALLER = "asterisk_all-circuits-busy-now.flac", "asterisk_vm-next.flac"
+MIXED = AUDIO / "mixed" / "mixed_nl_cs_rush.flac"  # 47.6 s, a Dutch and a Czech voice
 
 
 def _samples(path: Path, start_s: float = 0.0, end_s: float | None = None) -> np.ndarray:
@@ -49,6 +52,13 @@ def _call() -> np.ndarray:
     channels[0, : min(length, len(agent))] = agent[:length]
     channels[1, RATE: RATE + len(caller)] = caller[: length - RATE]
     return channels
+
+
+def _said_ten_times() -> np.ndarray:
+    """One phrase said ten times, 0.3 s apart (32 s): its first window is judged failed (it compresses
+    too well) and decoded again."""
+    phrase = _samples(CLIPS / CALLER)
+    return np.tile(np.concatenate([phrase, np.zeros(round(0.3 * RATE), np.float32)]), 10)
 
 
 def requests() -> dict[str, tuple[str, dict]]:
@@ -101,10 +111,16 @@ def requests() -> dict[str, tuple[str, dict]]:
         "diarized_min_speakers": ("diarizing", {"inputs": pcm16_wav(meeting), "parameters": {"min_speakers": 4}}),
         "multichannel_dual_mono_diarized": ("diarizing", {"inputs": dual_mono, "parameters": {
             "multichannel": True, "diarize_channels": True, "min_speakers": 3, "no_such_option": 1}}),
+        # The multilingual model: languages per stretch and per voice, a window decoded again, word times.
+        "base_mixed": ("base", {"inputs": MIXED.read_bytes(), "parameters": words}),
+        "base_mixed_diarized": ("base_diarizing", {"inputs": MIXED.read_bytes(), "parameters": {
+            **words, "return_speaker_turns": True, "return_speaker_words": True}}),
+        "base_window_decoded_again": ("base", {"inputs": pcm16_wav(_said_ten_times()), "parameters": {
+            **words, "return_confidence": True}}),
     }
 
 
-PROGRESS = ("mono", "multichannel", "diarized")  # these also run through handler.run with a listener
+PROGRESS = ("mono", "multichannel", "diarized", "base_mixed_diarized")  # also run through handler.run with a listener
 
 
 def _progress(handler, data: dict) -> dict:
@@ -124,7 +140,10 @@ def _handlers() -> dict:
     plain = EndpointHandler(settings=ModelSettings(model_cache_dir=cache, asr_model="embedded:tiny.en"))
     diarizing = EndpointHandler(settings=ModelSettings(
         model_cache_dir=cache, asr_model="embedded:tiny.en", diarization_model="embedded"))
-    return {"plain": plain, "diarizing": diarizing}
+    base = EndpointHandler(settings=ModelSettings(model_cache_dir=cache, asr_model="embedded:base"))
+    base_diarizing = EndpointHandler(settings=ModelSettings(
+        model_cache_dir=cache, asr_model="embedded:base", diarization_model="embedded"))
+    return {"plain": plain, "diarizing": diarizing, "base": base, "base_diarizing": base_diarizing}
 
 
 def _text(value) -> str:
