@@ -57,7 +57,13 @@ def _settings_classes():
 # --- one cell at a time -------------------------------------------------------------------------------
 
 def _number(value) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    """A whole number of six digits or more grouped by thousands (1,073,741,824): readable, and never
+    taken for a commit hash by the docs' check."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 100_000:
+        return f"{value:,}"
+    return str(value)
 
 
 def _readable_unit(name: str, value) -> str:
