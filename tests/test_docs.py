@@ -90,6 +90,16 @@ def test_user_docs_name_no_tracker_numbers():
     assert hits == []
 
 
+def test_user_docs_name_no_commits():
+    """A page says what is true now; which commit did what is history, kept in docs/notes/. The pattern
+    also takes a number of seven digits or more: group its digits (1,073,741,824) or round it."""
+    pattern = re.compile(r"\b[0-9a-f]{7,40}\b")
+    hits = [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
+            for glob in USER_DOCS for path in sorted(ROOT.glob(glob))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert hits == []
+
+
 def test_every_results_file_is_cited_says_what_made_it_and_every_citation_exists():
     assert results_problems() == []
 
