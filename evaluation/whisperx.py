@@ -9,7 +9,7 @@ chunks of at most 30 s, beam 5, no conditioning on previous text, no timestamps 
 alignment. Both sides run on one thread (CPU_THREADS=1, torch and OpenMP threads 1) and are timed in
 process CPU time around the transcription of each file (model loading excluded). Files: the dev
 dialogues (fillets_barrel, fillets_cave, flite_meeting: the tuning files), the 13.4 min fillets_long and
-the Japanese meeting (never tuned on; CER). Text is scored with scripts/metrics.py (Whisper's
+the Japanese meeting (never tuned on; CER). Text is scored with support/metrics.py (Whisper's
 BasicTextNormalizer), and for every file the longest runs of reference words each side lost, with
 their times (from the reference turns, spread evenly over a turn's words), and repeated phrases.
 ``--set name=value`` decodes our side with a request parameter changed (to measure one change alone).

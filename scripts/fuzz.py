@@ -4,7 +4,7 @@
                                                        [--out results/fuzz.json] [--crash-dir DIR]
     OMP_NUM_THREADS=1 .venv/bin/python -m scripts.fuzz --replay DIR    # rerun saved crash inputs
 
-Seeds: the corpus' audio (tests/bad_inputs.py: the test clip in several containers and rates, 5.1,
+Seeds: the corpus' audio (support/bad_inputs.py: the test clip in several containers and rates, 5.1,
 telephone audio, silence, a decompression bomb, a video-only file) and JSON bodies (base64 audio,
 arrays, parameters). Each input is mutated (bit flips, byte runs, splices of two seeds, truncation,
 header damage; for JSON: values replaced by random ones, keys dropped or added, nesting, text

@@ -10,11 +10,11 @@ Generated, never copied by hand:
   ``JobSettings`` (docs/batch_and_jobs.md), ``ScaleSettings`` (docs/batch_and_jobs.md) and
   ``LibrarySettings`` (docs/speaker_library.md);
 - the results block of docs/benchmarks.md and docs/img/benchmarks.png from results/benchmarks.json
-  (bench/report.py and bench/plot.py, as ``bench/run.sh`` writes them; no benchmark runs here).
+  (support/bench_report.py and support/bench_plot.py, as ``bench/run.sh`` writes them; no benchmark runs here).
 
 Each block sits between ``<!-- generated:NAME begin -->`` and ``<!-- generated:NAME end -->`` (the
 benchmark block keeps bench's own ``bench:results`` markers). The plot is checked by the digest it
-carries (a PNG text chunk, ``Source digest``: results/benchmarks.json's content and bench/plot.py's
+carries (a PNG text chunk, ``Source digest``: results/benchmarks.json's content and support/bench_plot.py's
 source): pixels differ between matplotlib and FreeType builds, the data it is drawn from does not.
 """
 
@@ -57,7 +57,13 @@ def _settings_classes():
 # --- one cell at a time -------------------------------------------------------------------------------
 
 def _number(value) -> str:
-    return str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
+    """A whole number of six digits or more grouped by thousands (1,073,741,824): readable, and never
+    taken for a commit hash by the docs' check."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 100_000:
+        return f"{value:,}"
+    return str(value)
 
 
 def _readable_unit(name: str, value) -> str:

@@ -3,7 +3,7 @@
     python -m scripts.ui_screenshots [--model embedded:base] [--out docs/img]
 
 Starts the server in this process on 127.0.0.1 (the model from --model, the embedded diarization),
-opens /ui in Debian's Chromium (scripts/browser.py), uploads the flite meeting with speakers, names
+opens /ui in Debian's Chromium (support/browser.py), uploads the flite meeting with speakers, names
 them, clicks a word (the player seeks there and highlights it), and records three clips through the
 fake microphone. Writes ui_result.png, ui_live.png and ui_phone.png to --out.
 """

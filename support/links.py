@@ -1,6 +1,6 @@
 """Every relative link and #anchor in the user docs resolves: ``python -m support.links``.
 
-Checks README.md, CHANGELOG.md and docs/*.md (the files tests/test_docs.py names): a relative link must
+Checks README.md, CHANGELOG.md, docs/*.md and the notes, docs/notes/*.md: a relative link must
 name a file or folder of the repository, and an anchor (``page.md#section`` or ``#section``) a heading
 of that page under GitHub's slug rules: lower case, punctuation but ``-`` and ``_`` dropped, spaces to
 ``-``, a repeated heading numbered ``-1``, ``-2``. Links inside code are not links; absolute URLs are not
@@ -18,7 +18,7 @@ from urllib.parse import unquote, urlsplit
 from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = ("README.md", "CHANGELOG.md", "docs/*.md")
+PAGES = ("README.md", "CHANGELOG.md", "docs/*.md", "docs/notes/*.md")
 _PARSER = MarkdownIt("commonmark").enable("table")
 
 

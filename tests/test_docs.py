@@ -1,5 +1,6 @@
-"""The documentation stays true: generated parts are current, links resolve, no tracker numbers, and the
-figures it quotes come from results files that exist, say what made them, and are all cited.
+"""The documentation stays true: generated parts are current, links resolve, no tracker numbers or commit
+hashes in user pages, the code paths that pages and docstrings cite exist (support/cited_paths.py), and
+the figures it quotes come from results files that exist, say what made them, and are all cited.
 
 Generated parts (scripts/generate_docs.py): the parameter and settings tables from the pydantic
 schemas, the benchmark results block and plot from results/benchmarks.json. Nothing is measured here:
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from support import links
+from support import cited_paths, links
 
 ROOT = Path(__file__).resolve().parents[1]
 USER_DOCS = ["README.md", "CHANGELOG.md", "docs/*.md", "audio/**/README.md"]
@@ -90,6 +91,16 @@ def test_user_docs_name_no_tracker_numbers():
     assert hits == []
 
 
+def test_user_docs_name_no_commits():
+    """A page says what is true now; which commit did what is history, kept in docs/notes/. The pattern
+    also takes a number of seven digits or more: group its digits (1,073,741,824) or round it."""
+    pattern = re.compile(r"\b[0-9a-f]{7,40}\b")
+    hits = [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
+            for glob in USER_DOCS for path in sorted(ROOT.glob(glob))
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
+    assert hits == []
+
+
 def test_every_results_file_is_cited_says_what_made_it_and_every_citation_exists():
     assert results_problems() == []
 
@@ -106,4 +117,32 @@ def test_the_results_check_sees_an_uncited_file_a_missing_one_and_one_without_pr
         "results/orphan.json is cited by no page",
         "README.md cite(s) results/gone.json, which does not exist",
         "results/bare.json does not say what made it (produced_by.command and .commit)",
+    ]
+
+
+def test_every_code_path_the_docs_and_docstrings_cite_exists():
+    assert cited_paths.problems() == []
+
+
+def test_the_path_check_sees_a_dead_path_in_a_page_a_docstring_and_a_comment(tmp_path):
+    for folder in ("whisper_endpoint/backends", "scripts", "docs", "audio/clips", "results"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "whisper_endpoint/backends/speech.py").write_text('"""The VAD (see backends/gone.py)."""\n')
+    (tmp_path / "audio/clips/a.flac").write_bytes(b"")
+    (tmp_path / "scripts/tool.py").write_text(
+        '"""Reads scripts/tool.py and bench/missing.py."""\n'
+        "# support/gone.py, results/NAME.json\n"
+        'TEXT = "scripts/not_a_docstring.py"\n')
+    (tmp_path / "docs/page.md").write_text(
+        "`backends/speech.py`, whisper_endpoint/backends/speech.py, [back](../scripts/tool.py), "
+        "`audio/clips`, `clips/a`, `audio/gone` and whisper_endpoint/backends/gone.py.\n"
+        "12 jobs/min, srt/vtt, audio/wav, SageMaker's code/inference.py, results/*.json, docs/NAME.md.\n"
+        "```bash\npython -m x --out scripts/out\n```\n")
+    assert cited_paths.problems(tmp_path) == [
+        "docs/page.md:1: audio/gone (no such file or folder)",
+        "docs/page.md:1: whisper_endpoint/backends/gone.py (no such file or folder)",
+        "docs/page.md:4: scripts/out (no such file or folder)",
+        "whisper_endpoint/backends/speech.py:1: backends/gone.py (no such file or folder)",
+        "scripts/tool.py:1: bench/missing.py (no such file or folder)",
+        "scripts/tool.py:2: support/gone.py (no such file or folder)",
     ]

@@ -1,11 +1,11 @@
 """The cyclic garbage collector paused while a thread builds a big body's objects.
 
-Decoding a 6 MB transcript makes about a million container objects; each makes the collector's
-oldest generation grow, and its full collections walk every object in the process (the model's
-included) holding the GIL: measured, 14 pauses of up to 1.05 s while one transcript was checked, and
-the event loop (``/health``) waits through each. The objects are freed by reference counting when
-the work ends (they hold no cycles), so the collector is off meanwhile and on again after, counted
-across threads so that overlapping pauses end with the last one.
+Decoding a big transcript makes a container object for nearly every value in it; they make the
+collector's oldest generation grow, and its full collections walk every object in the process (the
+model's included) holding the GIL, while the event loop (``/health``) waits through each
+(docs/hardening.md measures it). The objects are freed by reference counting when the work ends (they
+hold no cycles), so the collector is off meanwhile and on again after, counted across threads so that
+overlapping pauses end with the last one.
 """
 
 from __future__ import annotations

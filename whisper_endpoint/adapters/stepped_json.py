@@ -1,9 +1,9 @@
 """``json.loads`` in steps, for big bodies parsed on a thread beside the event loop.
 
-One ``json.loads`` (or pydantic's ``model_validate_json``) of a 6 MB body holds the GIL for half a
-second of CPU, and the event loop (``/health``) waits that long, thread or not. Here arrays are
-decoded one element at a time (objects outside arrays key by key), so no single call holds the GIL
-for long. Elements are counted, and decoding stops as soon as they pass ``max_items``
+One ``json.loads`` (or pydantic's ``model_validate_json``) of a big body holds the GIL for the whole
+parse, and the event loop (``/health``) waits that long, thread or not (docs/hardening.md measures it).
+Here arrays are decoded one element at a time (objects outside arrays key by key), so no single call
+holds the GIL for long. Elements are counted, and decoding stops as soon as they pass ``max_items``
 (``TooManyItems``), before their objects are built. A long run of numbers (audio samples: the
 ``{"inputs": {"array": [...]}}`` payload) becomes a float32 array, decoded a slice at a time: 4 bytes
 a sample instead of a Python float and its list slot (32), and not counted as items.

@@ -41,8 +41,9 @@ def ctranslate2_compute_type(setting: str, device: str) -> str:
 
 
 # Windows encoded at once when MAX_BATCH_SIZE is unset. Memory grows with each: 91 MiB of encoder
-# activations per window for embedded:base on CPU (int8), more for larger models (results/request_cost.json);
-# CPU time is flat from batch 4 to 24 (docs/benchmarks.md), so a CPU gains nothing from more.
+# activations per window for embedded:base on CPU (int8), more for larger models (bench item
+# request_cost, results/benchmarks.json); CPU time is flat from batch 4 to 24 (docs/benchmarks.md), so a
+# CPU gains nothing from more.
 DEFAULT_MAX_BATCH_SIZE = {"cpu": 8, "cuda": 24}
 
 

@@ -2,10 +2,11 @@
 
 The audio decoders run ``gc.collect()`` after every file (PyAV keeps its resampler buffers alive until
 collected, faster-whisper issue #390). A full collection walks every tracked object, and with torch,
-pyannote and the models loaded that is over half a million of them, none ever garbage: 0.3 s of CPU
-per request on a 2-core machine. Frozen once the models are loaded (``gc.freeze``, as CPython's docs
-advise after start-up), a collection walks only what came since. A model unloaded later is unfrozen
-with everything else for the one full collection that frees it (``release``).
+pyannote and the models loaded that is every object those libraries and models made, none ever
+garbage, on every request (docs/benchmarks.md measures it). Frozen once the models are loaded
+(``gc.freeze``, as CPython's docs advise after start-up), a collection walks only what came since. A
+model unloaded later is unfrozen with everything else for the one full collection that frees it
+(``release``).
 """
 
 from __future__ import annotations
