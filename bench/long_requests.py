@@ -28,7 +28,7 @@ from bench.long_memory import GAP_GROWTH_S, GAP_S, LONG, RATE
 ROOT = Path(__file__).resolve().parents[1]
 SEVERAL = [LONG, ROOT / "audio" / "dialogues" / "fillets_barrel", ROOT / "audio" / "dialogues" / "fillets_cave"]
 SEVERAL_GAP_S = 1.0
-# The warnings of a window whose word times or decoding failed (backends/window_fallback.py, cost.py).
+# The warnings of a window whose word times or decoding failed (asr/long_form/window_fallback.py, cost.py).
 WINDOW_WARNINGS = ("timed from their segment's span", "after an error", "was not transcribed")
 
 
@@ -125,7 +125,9 @@ def main() -> None:
     if args.child is not None:
         Path(args.out).write_text(json.dumps(child(Path(args.child), not args.plain, args.block_seconds)))
         return
-    from support.results import write  # run as ``python -m bench.long_requests`` from the repository
+    from support.results import (
+        write,  # run as ``python -m bench.long_requests`` from the repository
+    )
 
     command = "python -m bench.long_requests " + " ".join(sys.argv[1:])
     out, cache = Path(args.out), Path(args.cache)

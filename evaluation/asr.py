@@ -7,7 +7,7 @@ English: the 30 clips of audio/clips (WER). Japanese: audio/ja (CER), and the
 Both sides decode greedily (beam 1) with int8 on CPU; the raw side uses faster-whisper's own
 decoder and the same path the handler picks (sequential up to 30 s, batched beyond). Both pack the
 speech found by the VAD into windows the same way; the handler then decodes again what a window
-left out (see backends/windows.py).
+left out (see asr/long_form/windows.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 
 Every file is decoded twice by our handler at its defaults (embedded base, int8, one thread, no
 diarization): once with the failed-window check switched off here (``before``: what the batched decoder
-alone gives) and once as shipped (``after``: failed windows decoded again, backends/recovery.py). For
+alone gives) and once as shipped (``after``: failed windows decoded again, asr/long_form/recovery.py). For
 each side: WER (Whisper's BasicTextNormalizer), CPU seconds of the transcription, the windows judged
 failed and not recovered (the response's ``decoding``; ``before`` is judged after the fact by the same
 detector on the first decodes, which the ``after`` run makes), the longest run of reference words lost
@@ -29,7 +29,7 @@ DIALOGUES = ["dialogues/fillets_barrel", "dialogues/fillets_cave", "dialogues/fl
 @contextmanager
 def detector_off():
     """No window is judged failed: the decoding as it was before the check (nothing decoded again)."""
-    from whisper_endpoint.backends import failed_windows
+    from whisper_endpoint.asr.long_form import failed_windows
 
     original = failed_windows.failure
     failed_windows.failure = lambda decoded: None
@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
     args = options.parse_args(argv)
     os.environ.update(ONE_THREAD)
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("whisper_endpoint.backends.recovery").setLevel(logging.INFO)  # each window decoded again
+    logging.getLogger("whisper_endpoint.asr.long_form.recovery").setLevel(logging.INFO)  # each window decoded again
     handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=1))
     files, sides = [], {"before": {}, "after": {}}
     for stem in args.files:

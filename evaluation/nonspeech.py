@@ -21,7 +21,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from support.paths import AUDIO
 
 SLACK_S = 1.0  # Whisper's word times are loose by up to about a second at a speech edge
@@ -74,7 +73,7 @@ def vad_cost() -> dict:
     from faster_whisper import decode_audio
 
     from support.nonspeech import build
-    from whisper_endpoint.backends.speech import find_speech
+    from whisper_endpoint.asr.speech import find_speech
 
     audio_s = cpu_s = 0.0
     for item in build():
@@ -102,8 +101,8 @@ def _decoded_once(handler, path: Path) -> tuple[str, str]:
     """The text before and after from one decode: over ``chunk_length_s`` the batched path runs, whose
     language detection (on the VAD's speech) and decoding do not depend on ``drop_non_speech``, so the
     after is exactly the before's transcript through the filter (the VAD found speech in every file)."""
+    from whisper_endpoint.asr.speech import find_speech
     from whisper_endpoint.audio.decode import decode_file
-    from whisper_endpoint.backends.speech import find_speech
     from whisper_endpoint.core.config import InferenceConfig
     from whisper_endpoint.pipeline.asr_step import keep_speech
 

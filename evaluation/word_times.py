@@ -80,7 +80,7 @@ def run(words, files: list[dict]) -> dict:
 
 def cost(handler, rounds: int) -> dict:
     """CPU seconds of word-timestamp requests with and without the onsets and the signal's edges."""
-    from whisper_endpoint.backends import word_edges
+    from whisper_endpoint.asr.word_times import word_edges
 
     model, snapped = handler.asr.model, word_edges.snapped
     onsets = model.onsets

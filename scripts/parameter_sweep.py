@@ -33,9 +33,9 @@ THREE = ["asterisk_vm-next.flac", "asterisk_transfer.flac", "asterisk_conf-inval
 
 
 def main() -> int:
-    from support.paths import CLIPS
     from support.audio import decode_reference, read_clip
-    from whisper_endpoint.backends import cost
+    from support.paths import CLIPS
+    from whisper_endpoint.asr import cost
     from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.core.errors import ClientError
     from whisper_endpoint.handler import EndpointHandler

@@ -5,8 +5,8 @@ history and may name what has gone) and the docstrings (module, class, function)
 ``whisper_endpoint/``, ``evaluation/``, ``bench/`` and ``scripts/``.
 
 What counts as a citation: a word with a ``/`` whose first folder is one of the repository's folders,
-or one of its top folders even when a move has emptied it (``whisper_endpoint/backends/cost.py``,
-``backends/speech.py``, ``scripts/fuzz.py``, ``audio/mixed``, ``../results/x.json``). It resolves against
+or one of its top folders even when a move has emptied it (``whisper_endpoint/asr/cost.py``,
+``asr/speech.py``, ``scripts/fuzz.py``, ``audio/mixed``, ``../results/x.json``). It resolves against
 the repository's root, ``whisper_endpoint/`` (paths written relative to the package), ``audio/`` (the
 audio's own labels, ``dialogues/fillets_cave``) and the citing file's folder; a name without a suffix
 also resolves to a file of that name with one (a results table's ``long/fillets_long`` is

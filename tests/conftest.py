@@ -122,7 +122,7 @@ def short_windows(monkeypatch):
     """Windows as short as 4 s (issue 17's floor is 15 s, ``cost.MIN_WINDOW_S``): the tests of progress,
     cancellation and concurrency need several windows from a few seconds of audio, cheaply. The floor
     itself is tested in test_bounds.py."""
-    from whisper_endpoint.backends import cost
+    from whisper_endpoint.asr import cost
 
     monkeypatch.setattr(cost, "MIN_WINDOW_S", 4)
 

@@ -185,7 +185,7 @@ def test_audio_spooled_at_the_edge_of_one_block_is_decoded_whole(tiny_handler):
 _SAMPLED = """
 from support.audio import decode_reference
 from support.paths import AUDIO
-from whisper_endpoint.backends import load_asr_backend
+from whisper_endpoint.asr import load_asr_backend
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings
 asr = load_asr_backend(ModelSettings(asr_model="embedded:tiny.en", cpu_threads=1))
 czech = decode_reference(AUDIO / "mixed" / "mixed_cs_en_fdto.flac")[: 16000 * 8]

@@ -7,11 +7,11 @@ The same, on the transformers backend, is in test_transformers_backend.py (its m
 import numpy as np
 import pytest
 
+from support.audio import clip_refs, decode_reference, read_clip
 from support.metrics import normalize, wer
 from support.paths import CLIPS
-from support.audio import clip_refs, decode_reference, read_clip
-from whisper_endpoint.backends import cost, tokens
-from whisper_endpoint.backends.windows import Window
+from whisper_endpoint.asr import cost, tokens
+from whisper_endpoint.asr.long_form.windows import Window
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings
 from whisper_endpoint.core.device import DEFAULT_MAX_BATCH_SIZE
 from whisper_endpoint.core.errors import InvalidParameterError

@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import requests
 
-from support.paths import AUDIO
 from support.audio import encode, read_clip
+from support.paths import AUDIO
 from support.serving import live_server, wait_until
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.config import ModelSettings
@@ -94,7 +94,7 @@ def test_a_request_that_fails_mid_decode_leaves_the_next_unchanged(diarizing_han
         return output
 
     monkeypatch.setattr(BatchedInferencePipeline, "forward", fails_after_two_batches)
-    # The failed batch's windows are decoded again one by one (backends/window_fallback.py): answered.
+    # The failed batch's windows are decoded again one by one (asr/long_form/window_fallback.py): answered.
     failed = handler(_array(_slice("flite_meeting.flac", 0), diarize=False, **LONG))
     assert any("after an error (request" in warning for warning in failed["warnings"]), failed["warnings"]
     monkeypatch.setattr(BatchedInferencePipeline, "forward", forward)

@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from support.paths import CLIPS
 from support.audio import decode_reference, read_clip
+from support.paths import CLIPS
 from support.serving import CLIP, TEXT
-from whisper_endpoint.backends import decoding_options
+from whisper_endpoint.asr import decoding_options
 from whisper_endpoint.core.types import Segment
 
 FIELDS = {"avg_logprob", "no_speech_prob", "compression_ratio", "temperature"}

@@ -125,24 +125,24 @@ def test_every_code_path_the_docs_and_docstrings_cite_exists():
 
 
 def test_the_path_check_sees_a_dead_path_in_a_page_a_docstring_and_a_comment(tmp_path):
-    for folder in ("whisper_endpoint/backends", "scripts", "docs", "audio/clips", "results"):
+    for folder in ("whisper_endpoint/asr/", "scripts", "docs", "audio/clips", "results"):
         (tmp_path / folder).mkdir(parents=True)
-    (tmp_path / "whisper_endpoint/backends/speech.py").write_text('"""The VAD (see backends/gone.py)."""\n')
+    (tmp_path / "whisper_endpoint/asr/speech.py").write_text('"""The VAD (see backends/gone.py)."""\n')
     (tmp_path / "audio/clips/a.flac").write_bytes(b"")
     (tmp_path / "scripts/tool.py").write_text(
         '"""Reads scripts/tool.py and bench/missing.py."""\n'
         "# support/gone.py, results/NAME.json\n"
         'TEXT = "scripts/not_a_docstring.py"\n')
     (tmp_path / "docs/page.md").write_text(
-        "`backends/speech.py`, whisper_endpoint/backends/speech.py, [back](../scripts/tool.py), "
-        "`audio/clips`, `clips/a`, `audio/gone` and whisper_endpoint/backends/gone.py.\n"
+        "`asr/speech.py`, whisper_endpoint/asr/speech.py, [back](../scripts/tool.py), "
+        "`audio/clips`, `clips/a`, `audio/gone` and whisper_endpoint/asr/gone.py.\n"
         "12 jobs/min, srt/vtt, audio/wav, SageMaker's code/inference.py, results/*.json, docs/NAME.md.\n"
         "```bash\npython -m x --out scripts/out\n```\n")
     assert cited_paths.problems(tmp_path) == [
         "docs/page.md:1: audio/gone (no such file or folder)",
-        "docs/page.md:1: whisper_endpoint/backends/gone.py (no such file or folder)",
+        "docs/page.md:1: whisper_endpoint/asr/gone.py (no such file or folder)",
         "docs/page.md:4: scripts/out (no such file or folder)",
-        "whisper_endpoint/backends/speech.py:1: backends/gone.py (no such file or folder)",
+        "whisper_endpoint/asr/speech.py:1: backends/gone.py (no such file or folder)",
         "scripts/tool.py:1: bench/missing.py (no such file or folder)",
         "scripts/tool.py:2: support/gone.py (no such file or folder)",
     ]

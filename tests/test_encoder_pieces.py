@@ -1,4 +1,4 @@
-"""The encoder on CPU a few windows at a time (backends/encoding.py, issue #36): the same encoder output to
+"""The encoder on CPU a few windows at a time (asr/ctranslate2/encoding.py, issue #36): the same encoder output to
 the bit as one call on the whole batch, for a smaller peak of memory."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 from faster_whisper import WhisperModel
 
-from support.measure import peak_rss_mib, reset_peak_rss, rss_mib
 from support.audio import decode_reference
-from whisper_endpoint.backends import cost
-from whisper_endpoint.backends.encoding import CPU_PIECE
+from support.measure import peak_rss_mib, reset_peak_rss, rss_mib
+from whisper_endpoint.asr import cost
+from whisper_endpoint.asr.ctranslate2.encoding import CPU_PIECE
 
 # slow: the encoder's peak memory, measured
 pytestmark = pytest.mark.slow

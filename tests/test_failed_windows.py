@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from whisper_endpoint.backends import failed_windows, recovery
-from whisper_endpoint.backends.failed_windows import Decoded, failure
-from whisper_endpoint.backends.windows import Window
+from whisper_endpoint.asr.long_form import failed_windows, recovery
+from whisper_endpoint.asr.long_form.failed_windows import Decoded, failure
+from whisper_endpoint.asr.long_form.windows import Window
 
 # What the base model gave for one 31 s window of a 154 s Dutch dialogue (issue 57), shortened.
 BOVENOP = ("Ik begin ze nou toch wel aardig te vinden. Als ze maar niet van die dingen"
@@ -83,7 +83,7 @@ def test_a_transcript_without_windows_is_judged_by_stretches_of_time():
 
 
 def test_the_transformers_backend_says_where_its_transcript_failed():
-    from whisper_endpoint.backends import transformers_backend
+    from whisper_endpoint.asr.transformers import transformers_backend
 
     segments = [SimpleNamespace(start=0.0, end=12.0, text=DUTCH), SimpleNamespace(start=31.0, end=50.0, text=BOVENOP)]
     decoding: dict = {}
@@ -140,7 +140,7 @@ CHEAP = {"return_timestamps": "none", "beam_size": 1}
 
 def test_a_looped_batched_window_is_decoded_again(tiny_handler, short_windows, monkeypatch):
     from support.audio import read_clip
-    from whisper_endpoint.backends import ctranslate2_backend
+    from whisper_endpoint.asr.ctranslate2 import ctranslate2_backend
 
     _planted_loop(monkeypatch, ctranslate2_backend)
     looped = tiny_handler({"inputs": read_clip(CLIP), "parameters": {"chunk_length_s": 4, **CHEAP}})
@@ -155,7 +155,7 @@ def test_a_looped_sequential_window_is_decoded_again(tiny_handler, monkeypatch):
     import dataclasses
 
     from support.audio import read_clip
-    from whisper_endpoint.backends import ctranslate2_backend
+    from whisper_endpoint.asr.ctranslate2 import ctranslate2_backend
 
     convert, planted = ctranslate2_backend._segment, []
 

@@ -6,9 +6,9 @@ import json
 import numpy as np
 import pytest
 
+from support.audio import clip_refs, decode_reference, encode, read_clip
 from support.metrics import normalize, wer
 from support.paths import CLIPS
-from support.audio import clip_refs, decode_reference, encode, read_clip
 from whisper_endpoint.core.errors import (
     EmptyAudioError,
     InvalidInputError,
@@ -202,7 +202,7 @@ def test_japanese_with_the_multilingual_base_model(base_handler):
     assert "アプリの公開" in detected["text"]
     # With timestamps the batched decoder stops a window early on this meeting (faster-whisper 1.2.1 drops
     # "テストが順調なら": a precondition, asserted, so the recovery check below cannot pass by default); the
-    # second pass over that window's remainder (backends/windows.py) keeps it. CER with it 10.9% (int8) to
+    # second pass over that window's remainder (asr/long_form/windows.py) keeps it. CER with it 10.9% (int8) to
     # 13.1% (float32), without it 14.8% to 16.9%.
     stamped = {recover: base_handler({"inputs": data, "parameters": {"language": "ja", "recover_dropped_speech": recover}})
                for recover in (True, False)}

@@ -9,8 +9,8 @@ import pytest
 from support.audio import decode_reference, pcm16_wav, read_clip
 from support.paths import AUDIO
 from support.serving import CLIP
-from whisper_endpoint.backends import language_rule
-from whisper_endpoint.backends.span_languages import SpanLanguage
+from whisper_endpoint.asr.languages import language_rule
+from whisper_endpoint.asr.languages.span_languages import SpanLanguage
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.errors import InvalidParameterError, UnsupportedOptionError
 
@@ -102,7 +102,8 @@ def test_a_czech_voice_is_heard_as_czech_over_its_own_speech(base_handler):
     # The Czech speaker of mixed_nl_cs_wreck, whose lines Whisper's language token takes for Polish or
     # Slovak one by one (docs/languages.md): over the voice's speech in one window it is Czech. The
     # window costs one encoder pass, added to the request's bound; past ``most`` voices none is heard.
-    from whisper_endpoint.backends import cost, voice_languages
+    from whisper_endpoint.asr import cost
+    from whisper_endpoint.asr.languages import voice_languages
 
     path = AUDIO / "mixed" / "mixed_nl_cs_wreck.flac"
     turns = json.loads(path.with_suffix(".json").read_text())["turns"]
@@ -186,7 +187,7 @@ def test_a_window_is_encoded_once_per_request():
     # window is cut in pieces; another request starts empty.
     import numpy as np
 
-    from whisper_endpoint.backends import encoder_cache
+    from whisper_endpoint.asr.ctranslate2 import encoder_cache
 
     calls = []
 
@@ -212,7 +213,8 @@ def test_a_window_is_encoded_once_per_request():
 def _plan(spans):
     import numpy as np
 
-    from whisper_endpoint.backends import language_parts, windows
+    from whisper_endpoint.asr.languages import language_parts
+    from whisper_endpoint.asr.long_form import windows
 
     packed = windows.PackedSpeech(np.zeros(0, np.float32), [windows.Window(0.0, 30.0), windows.Window(30.0, 50.0)],
                                   [])
@@ -220,7 +222,7 @@ def _plan(spans):
 
 
 def _cut(spans, most=99):
-    from whisper_endpoint.backends import language_parts
+    from whisper_endpoint.asr.languages import language_parts
 
     plan, cut = language_parts.one_language_each(_plan(spans), most)
     return [(w.start, w.end, plan.language_of(w)) for w in plan.packed.windows], [(w.start, w.end) for w in cut]

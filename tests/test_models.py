@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from support.paths import CLIPS, ROOT
 from support.audio import clip_refs
-from whisper_endpoint.backends import asr_reference
+from support.paths import CLIPS, ROOT
+from whisper_endpoint.asr import asr_reference
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.weights import embedded
 from whisper_endpoint.weights.locate import detect_format, locate_model

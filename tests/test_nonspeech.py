@@ -4,10 +4,10 @@ long audio, real models on synthesized non-speech (scripts/nonspeech_corpus.py's
 import numpy as np
 import pytest
 
-from support.nonspeech import band_music, noise
 from support.audio import read_clip
+from support.nonspeech import band_music, noise
+from whisper_endpoint.asr.speech import Speech
 from whisper_endpoint.audio.decode import decode_file
-from whisper_endpoint.backends.speech import Speech
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.types import Segment, Word
 from whisper_endpoint.pipeline.asr_step import NO_SPEECH_MODE, over_speech

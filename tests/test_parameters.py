@@ -11,12 +11,13 @@ import numpy as np
 import pytest
 from pydantic import BaseModel
 
-from support.paths import CLIPS
 from support.audio import decode_reference, encode, read_clip
+from support.paths import CLIPS
 from support.serving import CLIP
 from whisper_endpoint import formats
-from whisper_endpoint.backends import cost, decoding_options, windows
-from whisper_endpoint.backends.ctranslate2_backend import _RequestPipeline
+from whisper_endpoint.asr import cost, decoding_options
+from whisper_endpoint.asr.ctranslate2.ctranslate2_backend import _RequestPipeline
+from whisper_endpoint.asr.long_form import windows
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings
 from whisper_endpoint.core.errors import ClientError, InvalidParameterError
 from whisper_endpoint.pipeline.request import parse_parameters

@@ -10,13 +10,17 @@ import shutil
 import numpy as np
 import pytest
 
+from support.audio import clip_refs, read_clip
 from support.metrics import normalize
 from support.paths import CLIPS
-from support.audio import clip_refs, read_clip
+from whisper_endpoint.asr import cost
 from whisper_endpoint.audio.decode import decode_file
-from whisper_endpoint.backends import cost
 from whisper_endpoint.core.decode_context import DecodeContext, DecodeStopped
-from whisper_endpoint.core.errors import InvalidParameterError, ModelLoadError, UnsupportedOptionError
+from whisper_endpoint.core.errors import (
+    InvalidParameterError,
+    ModelLoadError,
+    UnsupportedOptionError,
+)
 from whisper_endpoint.weights import embedded
 from whisper_endpoint.weights.convert import converted_model_dir
 
@@ -31,7 +35,7 @@ def _converted(settings_factory, name):
 def test_window_features_equal_faster_whisper_features(settings_factory):
     from faster_whisper.feature_extractor import FeatureExtractor
 
-    from whisper_endpoint.backends.features import WindowFeatureExtractor
+    from whisper_endpoint.asr.transformers.features import WindowFeatureExtractor
 
     ours_fe = WindowFeatureExtractor.from_pretrained(_converted(settings_factory, "tiny.en"))
     for name in THREE:

@@ -27,7 +27,8 @@ from hypothesis import strategies as st
 from support.audio import decode_reference
 from support.paths import AUDIO
 from support.serving import live_server
-from whisper_endpoint.backends import alignment, cost
+from whisper_endpoint.asr import cost
+from whisper_endpoint.asr.ctranslate2 import alignment
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.serving.app import create_app
 from whisper_endpoint.serving.settings import ServerSettings

@@ -4,8 +4,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from whisper_endpoint.asr.long_form.windows import (
+    PackedSpeech,
+    Window,
+    leftovers,
+    shifted,
+    within,
+)
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.backends.windows import PackedSpeech, Window, leftovers, shifted, within
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Word timestamps aligned window by window on CPU (backends/alignment.py, issue #36) are faster-whisper's
+"""Word timestamps aligned window by window on CPU (asr/ctranslate2/alignment.py, issue #36) are faster-whisper's
 own batched alignment: the same words, times and text, the probabilities within int8 rounding, on a real
 batch."""
 

@@ -1,5 +1,5 @@
 """Word times within 50 ms of the truth (issue 59): word starts at the onset head's attention peak
-(backends/word_onsets.py, head_attention.py), word ends next to pauses from the signal (word_edges.py).
+(asr/word_times/word_onsets.py, head_attention.py), word ends next to pauses from the signal (word_edges.py).
 
 The accuracy rule is stated on a held-out file of audio/word_times (flite speech whose word edges are
 known exactly; never tuned on), the rest on synthetic signals and attention rows whose answers are known.
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from support.word_timing import score, summarise
-from whisper_endpoint.backends import word_edges, word_onsets
+from whisper_endpoint.asr.word_times import word_edges, word_onsets
 from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Word
 
 WORD_TIMES = Path(__file__).resolve().parents[1] / "audio" / "word_times"

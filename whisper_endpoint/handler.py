@@ -19,8 +19,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from whisper_endpoint.asr import load_asr_backend
 from whisper_endpoint.audio.spool import SpooledSamples
-from whisper_endpoint.backends import load_asr_backend
 from whisper_endpoint.blocks import plan, runner
 from whisper_endpoint.core import heap
 from whisper_endpoint.core.config import ModelSettings

@@ -1,5 +1,5 @@
 """What a request costs, in encoder windows and memory: the figures behind the window bound and the
-MAX_BATCH_SIZE defaults (whisper_endpoint/backends/cost.py).
+MAX_BATCH_SIZE defaults (whisper_endpoint/asr/cost.py).
 
 - ``windows``: the test clips joined with 1 s pauses (tiny.en, ctranslate2, one thread), decoded with
   each ``chunk_length_s``: encoder windows (the response's ``decoding.encoder_windows``), CPU seconds and
@@ -38,7 +38,7 @@ def joined_clips(count: int | None) -> tuple[np.ndarray, str]:
 def windows_rows(sizes) -> list[dict]:
     """In the child: each chunk length, bounded then unbounded (the module's bound lifted for good)."""
     from support.metrics import wer
-    from whisper_endpoint.backends import cost
+    from whisper_endpoint.asr import cost
     from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 

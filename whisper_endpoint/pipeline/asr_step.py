@@ -4,7 +4,7 @@
 Whisper decodes something from any audio: "you" from 30 s of digital silence, a repeated syllable
 from pink noise. Around the backend's transcription, on both backends and both decoding paths:
 
-1. the VAD (backends/speech.py) finds no speech: nothing is decoded; the response has no text, a
+1. the VAD (asr/speech.py) finds no speech: nothing is decoded; the response has no text, a
    "no speech found" warning and ``decoding.mode: "no speech"`` (and diarization does not run);
 2. words that do not lie over the VAD's speech are dropped (without word times: segments no part of
    which does): text made up over the silence before or after speech, also when the backend put it in
@@ -22,8 +22,8 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import partial
 
-from whisper_endpoint.backends.decoding_options import keep
-from whisper_endpoint.backends.speech import Speech, find_speech
+from whisper_endpoint.asr.decoding_options import keep
+from whisper_endpoint.asr.speech import Speech, find_speech
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.types import Segment, Transcript
 

@@ -9,7 +9,7 @@ there is nothing to overlap with, and it runs after the ASR as before.
 
 Memory: the diarizer's working set then adds to the ASR's instead of following it (+0.25-0.35 GiB at 5,
 13.4 and 26.8 min at the defaults on 2 cores: 3253 MiB at 26.8 min, below the 3714 the same request
-peaked at after the ASR before the encoder ran in pieces, backends/encoding.py). Audio up to
+peaked at after the ASR before the encoder ran in pieces, asr/ctranslate2/encoding.py). Audio up to
 DIARIZATION_ALONGSIDE_S (30 min unless set) runs alongside; longer audio keeps the old order, whose peak
 is the ASR's (a long recording is decoded in blocks of 10 minutes, whisper_endpoint/blocks/, each block
 alongside).

@@ -17,7 +17,7 @@ import numpy as np
 from whisper_endpoint.core.types import SAMPLE_RATE, SpeakerTurn
 
 # Cosine similarity (CAM++) at or above which a speaker takes an enrolled name, chosen on the dev
-# dialogues (fillets_barrel, flite_meeting) with scripts/evaluate_known_speakers.py: the midpoint of the
+# dialogues (fillets_barrel, flite_meeting) with evaluation/known_speakers.py: the midpoint of the
 # lowest similarity of a right pairing and the highest of a wrong one. With the per-window embeddings
 # these were 0.808 and 0.700 (0.75; results/known_speakers.json); the pooled centroids of issue 19 sit
 # further from a clip embedded alone: 0.773 (a fish enrolled with one clip) and 0.673 (kal16 against

@@ -2,16 +2,15 @@
 a window left out.
 
 Packing is faster-whisper's own batched recipe (its VAD options, ``collect_chunks``,
-``restore_speech_timestamps``): the pauses between speech are cut out, so 13.4 min of dialogue is
-25 windows instead of the 30 that cutting at pauses gave, and the decoder sees only speech.
+``restore_speech_timestamps``): the pauses between speech are cut out, so long dialogue takes fewer
+windows than cutting at pauses does, and the decoder sees only speech.
 
 Whisper declines to transcribe an utterance that ends close to its window's end (it expects the
 next window to carry it): the sequential decoder then seeks back and decodes it again, but a batched
 decoder has no next window, so faster-whisper's batched mode silently drops such utterances (seen on
-audio/ja: the start of an utterance lost, CER 17% instead of 13%). Every window whose transcript
-stops early gets a second pass over its remainder, as the sequential decoder's seek would: each
-remainder alone, through the sequential decoder and its temperature fallback (on the 13.4 min file:
-4 remainders, 9.8 s of audio).
+audio/ja: the start of an utterance lost). Every window whose transcript stops early gets a second
+pass over its remainder, as the sequential decoder's seek would: each remainder alone, through the
+sequential decoder and its temperature fallback (docs/long_form_accuracy.md).
 """
 
 from __future__ import annotations

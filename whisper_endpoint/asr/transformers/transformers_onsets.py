@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from whisper_endpoint.backends import word_onsets
+from whisper_endpoint.asr.word_times import word_onsets
 
 
 def at_onsets(model):

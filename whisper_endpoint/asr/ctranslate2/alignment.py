@@ -2,10 +2,9 @@
 
 faster-whisper aligns a batch's text with one ``Whisper.align`` call over all its windows (the decoder
 re-run over the text tokens, for the cross-attention that the DTW turns into word times). On CPU that
-call cost 2.3x the same windows aligned one at a time (the 10 windows of the first 5 min of the
-13.4 min Dutch file, one thread: 2.94 against 1.26 CPU s), with the same alignments: each window's
-result depends on its own encoder output and tokens only. The token probabilities were the same to the
-bit on an AVX-512 CPU; on AVX2 the int8 kernels round a batch and one window differently (up to ~0.07).
+call costs more than the same windows aligned one at a time (docs/notes/2026-12-02-word-alignment.md),
+with the same alignments: each window's result depends on its own encoder output and tokens only (on
+AVX2 the int8 kernels round a batch and one window's token probabilities slightly differently).
 Issue #36: the word timestamps a diarized request needs were most of what it cost beyond the ASR and
 the diarizer. On GPU the batch stays whole (not measured there).
 
@@ -30,8 +29,9 @@ import ctranslate2
 import numpy as np
 from faster_whisper.transcribe import merge_punctuations
 
-from whisper_endpoint.backends import cost, word_onsets, word_spread
-from whisper_endpoint.backends.head_attention import HeadAttention
+from whisper_endpoint.asr import cost
+from whisper_endpoint.asr.ctranslate2.head_attention import HeadAttention
+from whisper_endpoint.asr.word_times import word_onsets, word_spread
 
 logger = logging.getLogger(__name__)
 MEL_FRAMES_PER_S = 100  # faster-whisper's ``num_frames`` count log-mel frames

@@ -14,7 +14,14 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from whisper_endpoint.backends import cost, encoder_cache, language_rule, span_languages, voice_languages, windows
+from whisper_endpoint.asr import cost
+from whisper_endpoint.asr.ctranslate2 import encoder_cache
+from whisper_endpoint.asr.languages import (
+    language_rule,
+    span_languages,
+    voice_languages,
+)
+from whisper_endpoint.asr.long_form import windows
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 Voices = Callable[[np.ndarray, list[tuple[float, float]]], "list[int] | None"]  # pipeline/span_voices.py

@@ -4,7 +4,7 @@
 Whisper invents text over audio without speech ("you" over 30 s of digital silence, a language for pink
 noise): the request flow asks here whether there is speech at all, and which decoded segments lie over
 some (pipeline/asr_step.py); the backends detect the language on the speech it finds, not on the audio
-around it. The VAD costs about 0.2% of the audio's duration in CPU time.
+around it.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ detection, every batched window, every seek of the sequential decoder, every rem
 again), and parameters must not multiply it:
 
 - windows are at least ``MIN_WINDOW_S`` long: a smaller ``chunk_length_s`` is raised to it (with
-  ``chunk_length_s: 1``, 120 s of speech was 120 windows, 30 times the default's work);
+  ``chunk_length_s: 1`` every second of speech would be a window of its own);
 - ``batch_size`` is capped by the deployment's ``MAX_BATCH_SIZE`` (memory grows with every window
-  encoded at once: ~90 MiB per window for embedded:base on CPU);
+  encoded at once: ctranslate2/encoding.py);
 - a request runs at most ``window_budget(duration)`` windows: ``WINDOWS_PER_30S`` per started 30 s
   of audio, plus ``EXTRA_WINDOWS``. Windows packed from speech of at most ``MIN_WINDOW_S`` or longer
   fit in it by construction (at most 2 per ``MIN_WINDOW_S`` of speech, plus 1, plus language

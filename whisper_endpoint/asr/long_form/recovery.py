@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from whisper_endpoint.backends import failed_windows
-from whisper_endpoint.backends.windows import Window
+from whisper_endpoint.asr.long_form import failed_windows
+from whisper_endpoint.asr.long_form.windows import Window
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 logger = logging.getLogger(__name__)

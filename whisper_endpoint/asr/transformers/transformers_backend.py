@@ -11,7 +11,7 @@ Audio longer than one window: on CUDA the pipeline cuts it into overlapping 30 s
 ``batch_size`` at a time (a GPU decodes a batch in about the time of one chunk). On CPU, or with
 ``batch_size`` 1, Whisper's own long-form ``generate`` decodes it window after window, each
 conditioned on the previous text, as faster-whisper does: a CPU gains little from batching, and
-the measured comparison is in results/transformers_quality.json.
+the measured comparison is in results/transformers.json.
 
 Speculative decoding (``assisted: true``) takes an assistant with the main model's tokenizer: a
 decoder-only model sharing the main encoder (distil-whisper style, ``WhisperForCausalLM``) or a
@@ -42,11 +42,12 @@ from pathlib import Path
 import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.backends import (confidence, cost, decoding_options, failed_windows, speech, tokens,
-                                       window_fallback, word_edges, word_spread)
-from whisper_endpoint.backends.base import check_language_options
-from whisper_endpoint.backends.features import WindowFeatureExtractor
-from whisper_endpoint.backends.transformers_onsets import at_onsets
+from whisper_endpoint.asr import confidence, cost, decoding_options, speech, tokens
+from whisper_endpoint.asr.base import check_language_options
+from whisper_endpoint.asr.long_form import failed_windows, window_fallback
+from whisper_endpoint.asr.transformers.features import WindowFeatureExtractor
+from whisper_endpoint.asr.transformers.transformers_onsets import at_onsets
+from whisper_endpoint.asr.word_times import word_edges, word_spread
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError

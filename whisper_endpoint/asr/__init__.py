@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from whisper_endpoint.backends.base import ASRBackend
+from whisper_endpoint.asr.base import ASRBackend
 from whisper_endpoint.core.device import (
     ctranslate2_compute_type,
     max_batch_size,
@@ -49,7 +49,9 @@ def load_asr_backend(settings, repository_path: str = "", voices=None) -> ASRBac
                 f"{reference!r} is a transformers model; the ctranslate2 backend needs a CTranslate2 "
                 "conversion (ct2-transformers-converter) or ASR_BACKEND=transformers"
             )
-        from whisper_endpoint.backends.ctranslate2_backend import CTranslate2Backend
+        from whisper_endpoint.asr.ctranslate2.ctranslate2_backend import (
+            CTranslate2Backend,
+        )
 
         return CTranslate2Backend(
             str(source.path),
@@ -61,7 +63,9 @@ def load_asr_backend(settings, repository_path: str = "", voices=None) -> ASRBac
             num_workers=settings.num_workers,
             voices=voices,
         )
-    from whisper_endpoint.backends.transformers_backend import TransformersBackend
+    from whisper_endpoint.asr.transformers.transformers_backend import (
+        TransformersBackend,
+    )
 
     assistant = None
     if settings.assistant_model:

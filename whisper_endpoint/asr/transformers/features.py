@@ -2,8 +2,8 @@
 
 transformers' feature extractor pads a short window with 30 s of silent *audio* before the
 log-mel; faster-whisper computes the log-mel of the speech alone (plus one hop) and pads the
-*features* with zeros. The model sees different padding, and greedy text differs on some clips
-(5-7 of our 30 test clips). Using faster-whisper's recipe on both backends makes the backend a
+*features* with zeros. The model sees different padding, and greedy text differs on some clips.
+Using faster-whisper's recipe on both backends makes the backend a
 speed choice, not a quality one: the converted models then give faster-whisper's text.
 
 Only the fixed 30 s window path changes; long-form calls (``truncation=False``) keep transformers'

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from whisper_endpoint.backends import cost
+from whisper_endpoint.asr import cost
 from whisper_endpoint.core.decode_context import DecodeStopped
 
 logger = logging.getLogger(__name__)

@@ -2,13 +2,11 @@
 
 faster-whisper's batched pipeline encodes a batch's windows (up to MAX_BATCH_SIZE, 8 on CPU) in one call.
 CTranslate2's encoder holds each layer's attention scores for every window of the call at once (heads x
-1500 x 1500 floats: ~72 MB a window for base), so the call's working set grows with the batch: about
-91 MiB a window for embedded:base, the largest part of a long request's peak memory. Encoded
-``CPU_PIECE`` windows at a time, the output is the same to the bit with int8, the CPU default (each
-window's encoding depends on its own features only; tests/test_encoder_pieces.py). The peak falls by the
-other windows' share (a plain 5 min request at the defaults: 1854 -> 1391 MiB), and the encoder costs
-less, not more (8 windows on one thread: 7.4-8.3 CPU s in pieces of 1 or 2, 9.1-10.7 whole: the smaller
-working set stays in the caches; scripts/measure_encoder_pieces.py). A diarized request's diarizer works
+1500 x 1500 floats), so the call's working set grows with the batch: the largest part of a long request's
+peak memory. Encoded ``CPU_PIECE`` windows at a time, the output is the same to the bit with int8, the CPU
+default (each window's encoding depends on its own features only; tests/test_encoder_pieces.py); the peak
+falls by the other windows' share and the encoder costs less, not more (the smaller working set stays in
+the caches: docs/notes/2026-12-03-encoder-in-pieces.md has the figures). A diarized request's diarizer works
 alongside the ASR (speakers/alongside.py), so its working set adds to this one. On GPU the batch stays
 whole: there the batch is what makes the encoder fast.
 """

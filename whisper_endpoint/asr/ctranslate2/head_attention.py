@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 from scipy.special import erf
 
-from whisper_endpoint.backends.ct2_tensors import ModelBin
-from whisper_endpoint.backends.word_onsets import onset_head
+from whisper_endpoint.asr.ctranslate2.ct2_tensors import ModelBin
+from whisper_endpoint.asr.word_times.word_onsets import onset_head
 
 logger = logging.getLogger(__name__)
 

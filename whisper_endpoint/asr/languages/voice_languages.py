@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from faster_whisper.audio import pad_or_trim
 
-from whisper_endpoint.backends import span_languages
+from whisper_endpoint.asr.languages import span_languages
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 SAMPLE_S = 29.5  # the voice's speech and the gaps between its spans: one window

@@ -18,7 +18,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from whisper_endpoint.backends.confidence import compression_ratio
+from whisper_endpoint.asr.confidence import compression_ratio
 
 COMPRESSION_RATIO = 3.0  # gzip, as Whisper's (its own fallback starts at 2.4; this is the loop, not doubt)
 LOOP_REPEATS, LOOP_WORDS = 4, 15  # a phrase 4+ times in a row, the run 15+ words long

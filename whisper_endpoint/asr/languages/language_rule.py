@@ -27,7 +27,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from whisper_endpoint.backends.span_languages import SpanLanguage
+from whisper_endpoint.asr.languages.span_languages import SpanLanguage
 
 CONFIDENT, MIN_CONFIDENT_S, MIN_SHARE = 0.8, 2.0, 0.1
 SHORT_S, UNSURE = 1.0, 0.6

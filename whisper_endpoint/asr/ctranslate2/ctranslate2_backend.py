@@ -21,12 +21,19 @@ import ctranslate2
 import numpy as np
 from faster_whisper import BatchedInferencePipeline, WhisperModel
 
-from whisper_endpoint.backends import (cost, decoding_options, encoder_cache, failed_windows, language_parts, recovery,
-                                       speech, tokens, window_fallback, windows, word_edges,
-                                       word_spread)
-from whisper_endpoint.backends.alignment import WindowByWindowAlignment
-from whisper_endpoint.backends.base import check_language_options
-from whisper_endpoint.backends.encoding import EncoderInPieces
+from whisper_endpoint.asr import cost, decoding_options, speech, tokens
+from whisper_endpoint.asr.base import check_language_options
+from whisper_endpoint.asr.ctranslate2 import encoder_cache
+from whisper_endpoint.asr.ctranslate2.alignment import WindowByWindowAlignment
+from whisper_endpoint.asr.ctranslate2.encoding import EncoderInPieces
+from whisper_endpoint.asr.languages import language_parts
+from whisper_endpoint.asr.long_form import (
+    failed_windows,
+    recovery,
+    window_fallback,
+    windows,
+)
+from whisper_endpoint.asr.word_times import word_edges, word_spread
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError
