@@ -113,7 +113,7 @@ def test_noise_is_nobody_and_short_speech_does_not_crash(embedded, sample):
 
 
 def test_a_diarization_runs_on_its_own_thread_count_and_gives_the_callers_back(embedded, sample):
-    """torch's default threads spin on a shared CPU (threads.py): the diarizer runs at its own count,
+    """torch's default threads spin on a shared CPU (core/threads.py): the diarizer runs at its own count,
     seen inside the pipeline's segmentation, and the calling thread's count is restored afterwards."""
     import torch
 
@@ -139,7 +139,7 @@ def test_a_diarization_runs_on_its_own_thread_count_and_gives_the_callers_back(e
 
 @pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (4, 1), (8, 2), (16, 4), (64, 4)])
 def test_the_default_diarization_threads_by_cores(cores, threads):
-    from whisper_endpoint.diarization.threads import default_threads, diarization_threads
+    from whisper_endpoint.core.threads import default_threads, diarization_threads
 
     assert default_threads(cores) == threads
     assert diarization_threads(3) == 3  # DIARIZATION_THREADS wins

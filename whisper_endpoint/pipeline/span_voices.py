@@ -19,9 +19,9 @@ import torch
 from scipy.cluster.hierarchy import fcluster, linkage
 
 from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.core.threads import torch_threads
 from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.diarization.embedded import campplus_network
-from whisper_endpoint.diarization.threads import torch_threads
 
 logger = logging.getLogger(__name__)
 

@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.threads import cores
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.diarization.threads import cores
 from whisper_endpoint.speakers import labels
 
 

@@ -52,7 +52,7 @@ class Export:
 
 class Session:
     """input -> output through ONNX Runtime, one session per thread count (the count torch runs with at
-    the call: the diarizer's, threads.py)."""
+    the call: the diarizer's, core/threads.py)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -164,6 +164,6 @@ def _new_session(path: Path, threads: int):
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     if threads > 1:
-        # Waiting threads sleep rather than spin, for the reason threads.py gives for torch's.
+        # Waiting threads sleep rather than spin, for the reason core/threads.py gives for torch's.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

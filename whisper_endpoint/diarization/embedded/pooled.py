@@ -211,7 +211,7 @@ def chunk_embeddings(trunk: Trunk, samples: torch.Tensor, masks: ChunkMasks, til
 class _Sums:
     """Weighted frame count, sum and sum of squares of trunk features, per local speaker.
 
-    The products run in torch, on the diarizer's threads (threads.py): numpy's OpenBLAS splits these
+    The products run in torch, on the diarizer's threads (core/threads.py): numpy's OpenBLAS splits these
     small products over every core, and its spinning threads cost many times the work itself."""
 
     def __init__(self, num_speakers: int, channels: int):
