@@ -153,7 +153,7 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
     from pyannote.core import Timeline
 
     from whisper_endpoint.diarization.embedded import pooled
-    from whisper_endpoint.diarization.refinements import turn_check
+    from whisper_endpoint.diarization.embedded.refinements import turn_check
 
     pipeline = embedded.pipeline
     output = pipeline({"waveform": torch.from_numpy(sample)[None], "sample_rate": 16000, "uri": "sample"})
@@ -175,7 +175,7 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
 def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_edges(monkeypatch):
     """Silero runs a block at a time (its memory stays flat); a speech region across a block edge
     comes back whole, and only edges near the cut may move (Silero's state starts afresh there)."""
-    from whisper_endpoint.diarization.refinements import speech_fill
+    from whisper_endpoint.diarization.embedded.refinements import speech_fill
 
     samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")
     options = speech_fill.SpeechFillOptions()

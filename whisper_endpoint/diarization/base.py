@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 # embeddings need far more); it returns no turns instead of asking the models.
 MIN_SAMPLES = SAMPLE_RATE // 4
 _SILENCE_PEAK = 1e-4  # -80 dBFS: digital silence and dither
-# How the embedded pipeline's note on an uncertain speaker count starts (refinements/count_check.py): a
+# How the embedded pipeline's note on an uncertain speaker count starts (embedded/refinements/count_check.py): a
 # recording diarized in blocks drops the blocks' notes, whose counts are not the linked count.
 COUNT_UNCERTAIN = "the speaker count is uncertain"
 # The embedded pipeline's settings beside pyannote's hyperparameters (embedded/pipeline.py), in a description.

@@ -5,5 +5,5 @@ Start at ``pipeline.py`` (``OfflineSpeakerDiarization``). Its models and what ma
 first layer shared between windows), ``campplus_network.py`` (the CAM++ network, bare) and
 ``campplus.py`` (it as pyannote's embedding model), ``pooled.py`` (CAM++ run once over the input,
 pooled per window's speaker), ``campplus_onnx.py`` and ``onnx_export.py`` (CAM++'s trunk on ONNX
-Runtime). What it does after clustering is in ``../refinements/``.
+Runtime). What it does after clustering is in ``refinements/``.
 """

@@ -6,7 +6,7 @@
 - clustering: agglomerative (centroid linkage on cosine-normalised embeddings): there is no PLDA for
   CAM++, and VBx needs one; on long recordings over a bounded subset of the embeddings
   (``clustering.py``), so its memory stays linear in the length;
-- then the refinements after clustering (``../refinements/``): speech fill, turn check, the cut at
+- then the refinements after clustering (``refinements/``): speech fill, turn check, the cut at
   voice changes and the count check (never with ``num_speakers`` given).
 
 Nothing touches the network. The class is an ordinary pyannote pipeline: a ``config.yaml`` naming
@@ -36,14 +36,14 @@ from whisper_endpoint.diarization.embedded.campplus import (
     segmentation_checkpoint,
 )
 from whisper_endpoint.diarization.embedded.clustering import CappedAgglomerativeClustering
-from whisper_endpoint.diarization.embedded.shared_sincnet import SharedSincInference
-from whisper_endpoint.diarization.refinements import (
+from whisper_endpoint.diarization.embedded.refinements import (
     count_check,
     speech_fill,
     turn_check,
     voice_changes,
     window_check,
 )
+from whisper_endpoint.diarization.embedded.shared_sincnet import SharedSincInference
 
 # Chosen on the dev files (docs/diarization.md): a threshold that keeps every file's speaker count over
 # a range around it; centroid linkage, because "average" and "complete" merged everyone at thresholds
