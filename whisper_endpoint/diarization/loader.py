@@ -55,7 +55,7 @@ def _embedded(repository: str | Path | None, cache_dir: Path | None, onnx: bool)
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
-        from whisper_endpoint.diarization.embedded.checkpoints import embedded_files
+        from whisper_endpoint.diarization.checkpoints import embedded_files
         from whisper_endpoint.diarization.embedded.pipeline import (
             OfflineSpeakerDiarization,
         )

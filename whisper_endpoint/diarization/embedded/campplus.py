@@ -17,7 +17,7 @@ from pyannote.audio import Model
 from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.diarization.embedded import campplus_network, campplus_onnx
 from whisper_endpoint.diarization.embedded.campplus_network import EMBEDDING_DIMENSION
-from whisper_endpoint.diarization.embedded.checkpoints import (
+from whisper_endpoint.diarization.checkpoints import (
     campplus_checkpoint,
     network_code,
     segmentation_checkpoint,
