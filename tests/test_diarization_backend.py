@@ -190,7 +190,7 @@ def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_
 
 @pytest.fixture(scope="module")
 def checkpoints(embedded):
-    from whisper_endpoint.diarization.embedded.campplus import campplus_checkpoint, segmentation_checkpoint
+    from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, segmentation_checkpoint
 
     return segmentation_checkpoint(), campplus_checkpoint()
 

@@ -21,7 +21,7 @@ from scipy.cluster.hierarchy import fcluster, linkage
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.core.threads import torch_threads
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.diarization.embedded import campplus_network
+from whisper_endpoint.diarization import campplus as campplus_network
 
 logger = logging.getLogger(__name__)
 

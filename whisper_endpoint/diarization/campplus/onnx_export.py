@@ -6,7 +6,7 @@ checkpoint (an endpoint repository may carry one) is taken before the cache's. E
 and compared with torch before it is used. Wherever that fails (no ``onnx``, nowhere writable, an export that
 does not match), ``load`` returns None, says why in the log, and the model stays torch's.
 
-Used for CAM++'s trunk (``campplus_onnx.py``). onnxruntime is already installed for faster-whisper's VAD.
+Used for CAM++'s trunk (``onnx_trunk.py``). onnxruntime is already installed for faster-whisper's VAD.
 """
 
 from __future__ import annotations
