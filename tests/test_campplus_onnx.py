@@ -1,6 +1,6 @@
 """CAM++'s trunk on ONNX Runtime gives torch's frames, and the pipeline uses it where it can.
 
-Real CAM++ weights, real audio. The tolerance on the trunk's frames is campplus_onnx.TOLERANCE (1e-3;
+Real CAM++ weights, real audio. The tolerance on the trunk's frames is onnx_trunk.TOLERANCE (1e-3;
 4e-5 was the largest difference seen, on frames of up to 7.7); the pooled embeddings built from them
 must point the same way (cosine at least 0.9999).
 """
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.paths import AUDIO
 from support.audio import decode_reference
+from support.paths import AUDIO
 
 # slow: CAM++ exported and compared with torch
 pytestmark = pytest.mark.slow
@@ -20,7 +20,9 @@ RATE = 16000
 
 @pytest.fixture(scope="module")
 def network():
-    from whisper_endpoint.diarization.embedded.campplus import CamPlusPlusEmbedding
+    from whisper_endpoint.diarization.campplus.pyannote_model import (
+        CamPlusPlusEmbedding,
+    )
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -35,15 +37,15 @@ def _fbank(network, samples: np.ndarray) -> torch.Tensor:
 
 @pytest.mark.parametrize("seconds", [24.0, 7.33])  # a whole tile with its context; a short, odd length
 def test_trunk_frames_equal_torch(network, seconds):
-    from whisper_endpoint.diarization.embedded import campplus_onnx
+    from whisper_endpoint.diarization.campplus import onnx_trunk
 
     assert network.onnx_trunk is not None
     samples = decode_reference(AUDIO / "dialogues" / "fillets_cave.flac")[5 * RATE: 5 * RATE + round(seconds * RATE)]
     fbank = _fbank(network, samples)
     got = network.onnx_trunk(fbank)
-    expected = campplus_onnx.torch_frames(network, fbank)
+    expected = onnx_trunk.torch_frames(network, fbank)
     assert got.shape == expected.shape
-    assert float((got - expected).abs().max()) < campplus_onnx.TOLERANCE
+    assert float((got - expected).abs().max()) < onnx_trunk.TOLERANCE
 
 
 def test_pooled_embeddings_point_the_same_way(network):
@@ -70,7 +72,7 @@ def test_torch_without_the_export(tmp_path, monkeypatch, network):
     """No ``onnx`` package and no export yet: the trunk stays torch's (the fallback), and says so."""
     import builtins
 
-    from whisper_endpoint.diarization.embedded import campplus_onnx
+    from whisper_endpoint.diarization.campplus import onnx_trunk
 
     checkpoint, code = tmp_path / "weights.pt", tmp_path / "camplusplus.py"
     checkpoint.write_bytes(b"other weights")
@@ -84,7 +86,7 @@ def test_torch_without_the_export(tmp_path, monkeypatch, network):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_onnx)
-    assert campplus_onnx.load(network, checkpoint, code) is None
+    assert onnx_trunk.load(network, checkpoint, code) is None
     assert not list(tmp_path.rglob("*.onnx"))
 
 
@@ -104,21 +106,21 @@ def _keyed_files(folder):
 
 def test_an_export_that_differs_is_not_used(tmp_path, monkeypatch, network):
     """A file beside the checkpoint that does not give torch's frames (another network's) is refused."""
-    from whisper_endpoint.diarization.embedded import campplus_onnx
+    from whisper_endpoint.diarization.campplus import onnx_trunk
 
     checkpoint, code = _keyed_files(tmp_path)
-    _another_networks_export(tmp_path / campplus_onnx.file_name(checkpoint, code))
-    assert campplus_onnx.load(network, checkpoint, code, tmp_path / "cache") is None
+    _another_networks_export(tmp_path / onnx_trunk.file_name(checkpoint, code))
+    assert onnx_trunk.load(network, checkpoint, code, tmp_path / "cache") is None
 
 
 def test_a_stale_export_in_the_cache_is_made_again(tmp_path, network):
     """A file in the model cache that does not match is exported again (else torch for good)."""
-    from whisper_endpoint.diarization.embedded import campplus_onnx
+    from whisper_endpoint.diarization.campplus import onnx_trunk
 
     checkpoint, code = _keyed_files(tmp_path)
-    stale = tmp_path / "cache" / "diarization" / campplus_onnx.file_name(checkpoint, code)
+    stale = tmp_path / "cache" / "diarization" / onnx_trunk.file_name(checkpoint, code)
     _another_networks_export(stale)
-    session = campplus_onnx.load(network, checkpoint, code, tmp_path / "cache")
+    session = onnx_trunk.load(network, checkpoint, code, tmp_path / "cache")
     assert session is not None and session.path == stale
 
 

@@ -11,8 +11,8 @@ from pyannote.core import Annotation, Segment
 
 from support.paths import ROOT
 from support.audio import decode_reference
-from whisper_endpoint.diarization.refinements.count_check import CountCheckOptions, split
-from whisper_endpoint.diarization.refinements.turn_check import Move
+from whisper_endpoint.diarization.embedded.refinements.count_check import CountCheckOptions, split
+from whisper_endpoint.diarization.embedded.refinements.turn_check import Move
 
 ALIKE = ROOT / "audio" / "alike_voices"
 DIALOGUE = ALIKE / "judging" / "j6_awb_kal16.flac"  # flite's awb and kal16: one speaker without the check

@@ -1,11 +1,11 @@
-"""The count's join and its uncertainty (issue 75, whisper_endpoint/diarization/refinements/count_check.py):
+"""The count's join and its uncertainty (issue 75, whisper_endpoint/diarization/embedded/refinements/count_check.py):
 two labels of one voice become one speaker, alike but separate voices stay apart, and a count decided near
 a threshold says so, on made-up embeddings (on a real recording: tests/test_count_check.py)."""
 
 import numpy as np
 from pyannote.core import Annotation, Segment
 
-from whisper_endpoint.diarization.refinements.count_check import (
+from whisper_endpoint.diarization.embedded.refinements.count_check import (
     CountCheckOptions,
     join,
     uncertain,

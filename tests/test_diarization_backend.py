@@ -113,7 +113,7 @@ def test_noise_is_nobody_and_short_speech_does_not_crash(embedded, sample):
 
 
 def test_a_diarization_runs_on_its_own_thread_count_and_gives_the_callers_back(embedded, sample):
-    """torch's default threads spin on a shared CPU (threads.py): the diarizer runs at its own count,
+    """torch's default threads spin on a shared CPU (core/threads.py): the diarizer runs at its own count,
     seen inside the pipeline's segmentation, and the calling thread's count is restored afterwards."""
     import torch
 
@@ -139,7 +139,7 @@ def test_a_diarization_runs_on_its_own_thread_count_and_gives_the_callers_back(e
 
 @pytest.mark.parametrize(("cores", "threads"), [(1, 1), (2, 1), (4, 1), (8, 2), (16, 4), (64, 4)])
 def test_the_default_diarization_threads_by_cores(cores, threads):
-    from whisper_endpoint.diarization.threads import default_threads, diarization_threads
+    from whisper_endpoint.core.threads import default_threads, diarization_threads
 
     assert default_threads(cores) == threads
     assert diarization_threads(3) == 3  # DIARIZATION_THREADS wins
@@ -153,7 +153,7 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
     from pyannote.core import Timeline
 
     from whisper_endpoint.diarization.embedded import pooled
-    from whisper_endpoint.diarization.refinements import turn_check
+    from whisper_endpoint.diarization.embedded.refinements import turn_check
 
     pipeline = embedded.pipeline
     output = pipeline({"waveform": torch.from_numpy(sample)[None], "sample_rate": 16000, "uri": "sample"})
@@ -175,7 +175,7 @@ def test_the_turn_check_gives_a_mislabelled_turn_back_to_its_speaker(embedded, s
 def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_edges(monkeypatch):
     """Silero runs a block at a time (its memory stays flat); a speech region across a block edge
     comes back whole, and only edges near the cut may move (Silero's state starts afresh there)."""
-    from whisper_endpoint.diarization.refinements import speech_fill
+    from whisper_endpoint.diarization.embedded.refinements import speech_fill
 
     samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")
     options = speech_fill.SpeechFillOptions()
@@ -190,7 +190,7 @@ def test_speech_fill_reads_long_inputs_in_blocks_and_joins_regions_cut_at_their_
 
 @pytest.fixture(scope="module")
 def checkpoints(embedded):
-    from whisper_endpoint.diarization.embedded.campplus import campplus_checkpoint, segmentation_checkpoint
+    from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, segmentation_checkpoint
 
     return segmentation_checkpoint(), campplus_checkpoint()
 

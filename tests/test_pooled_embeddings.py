@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from support.paths import AUDIO
 from support.audio import decode_reference
+from support.paths import AUDIO
 from whisper_endpoint.diarization import pyannote_quietly
 
 RATE = 16000
@@ -14,7 +14,9 @@ RATE = 16000
 @pytest.fixture(scope="module")
 def trunk():
     with pyannote_quietly():
-        from whisper_endpoint.diarization.embedded.campplus import CamPlusPlusEmbedding
+        from whisper_endpoint.diarization.campplus.pyannote_model import (
+            CamPlusPlusEmbedding,
+        )
         from whisper_endpoint.diarization.embedded.pooled import Trunk
 
     torch.set_num_threads(1)
@@ -31,7 +33,11 @@ def cosine(a, b) -> float:
 
 
 def test_one_tile_and_a_full_mask_give_the_networks_own_embedding(trunk, speech):
-    from whisper_endpoint.diarization.embedded.pooled import ChunkMasks, Tiling, chunk_embeddings
+    from whisper_endpoint.diarization.embedded.pooled import (
+        ChunkMasks,
+        Tiling,
+        chunk_embeddings,
+    )
 
     piece = speech[: 10 * RATE]
     with torch.inference_mode():
@@ -46,7 +52,13 @@ def test_windows_pooled_across_tiles_match_the_frames_kept_for_turns(trunk, spee
     and tiles that no mask needs are never computed."""
     from pyannote.core import Segment
 
-    from whisper_endpoint.diarization.embedded.pooled import ChunkMasks, FrameStore, Tiling, chunk_embeddings, trunk_frames
+    from whisper_endpoint.diarization.embedded.pooled import (
+        ChunkMasks,
+        FrameStore,
+        Tiling,
+        chunk_embeddings,
+        trunk_frames,
+    )
 
     piece = speech[: 30 * RATE]
     masks = np.zeros((3, 589, 2), np.float32)  # windows at 0, 10 and 20 s (step 10 s); speaker 1 silent

@@ -20,7 +20,7 @@ RATE = 16000
 def segmentation_model():
     from pyannote.audio import Model
 
-    from whisper_endpoint.diarization.embedded.campplus import segmentation_checkpoint
+    from whisper_endpoint.diarization.checkpoints import segmentation_checkpoint
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

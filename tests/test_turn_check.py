@@ -3,7 +3,11 @@
 import numpy as np
 from pyannote.core import Annotation, Segment
 
-from whisper_endpoint.diarization.refinements.turn_check import Move, apply, moves
+from whisper_endpoint.diarization.embedded.refinements.turn_check import (
+    Move,
+    apply,
+    moves,
+)
 
 LABELS = ["A", "B"]
 CENTROIDS = np.array([[1.0, 0.0], [0.0, 1.0]])

@@ -13,7 +13,7 @@ from pyannote.core import Annotation, Segment
 from support.paths import ROOT
 from support.audio import decode_reference
 from whisper_endpoint.diarization.embedded import pooled
-from whisper_endpoint.diarization.refinements import voice_changes
+from whisper_endpoint.diarization.embedded.refinements import voice_changes
 
 ALIKE = ROOT / "audio" / "alike_voices"
 CLOSE = ALIKE / "tuning" / "t8_rms_copy_close.flac"  # one speaker without the cut (results/voice_changes.json)

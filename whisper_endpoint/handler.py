@@ -25,8 +25,8 @@ from whisper_endpoint.blocks import plan, runner
 from whisper_endpoint.core import heap
 from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.threads import diarization_threads
 from whisper_endpoint.core.types import ChannelResult, Speakers, Transcript
-from whisper_endpoint.diarization.threads import diarization_threads
 from whisper_endpoint.multichannel import channels
 from whisper_endpoint.multichannel.merge import merge_channels
 from whisper_endpoint.pipeline import asr_step, render

@@ -120,7 +120,7 @@ class ModelSettings(BaseSettings):
     diarization_threads: int = Field(
         0, ge=0, le=256,
         description="torch threads per diarization; 0: one up to 4 cores, a quarter of the cores beyond "
-        "(at most 4; whisper_endpoint/diarization/threads.py).",
+        "(at most 4; whisper_endpoint/core/threads.py).",
     )
     diarization_alongside_s: float = Field(
         1800.0, ge=0,

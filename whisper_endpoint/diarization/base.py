@@ -27,7 +27,7 @@ logger = logging.getLogger(__name__)
 # embeddings need far more); it returns no turns instead of asking the models.
 MIN_SAMPLES = SAMPLE_RATE // 4
 _SILENCE_PEAK = 1e-4  # -80 dBFS: digital silence and dither
-# How the embedded pipeline's note on an uncertain speaker count starts (refinements/count_check.py): a
+# How the embedded pipeline's note on an uncertain speaker count starts (embedded/refinements/count_check.py): a
 # recording diarized in blocks drops the blocks' notes, whose counts are not the linked count.
 COUNT_UNCERTAIN = "the speaker count is uncertain"
 # The embedded pipeline's settings beside pyannote's hyperparameters (embedded/pipeline.py), in a description.
@@ -90,7 +90,7 @@ class Diarizer:
         self.pipeline = pipeline
         self.name = name  # what DIARIZATION_MODEL said, for the response's "decoding" block
         self.device = device
-        self.threads = threads  # torch's intra-op threads while this diarizer runs (threads.py)
+        self.threads = threads  # torch's intra-op threads while this diarizer runs (core/threads.py)
 
     def diarize(
         self,
@@ -116,7 +116,7 @@ class Diarizer:
 
     def embed_voice(self, samples: np.ndarray) -> np.ndarray:
         """One embedding of a clip of one voice, with the model the pipeline embeds speakers with."""
-        from whisper_endpoint.diarization.threads import torch_threads
+        from whisper_endpoint.core.threads import torch_threads
 
         with torch_threads(self.threads):
             return embed_voice(self.pipeline, samples)
@@ -148,7 +148,7 @@ class Diarizer:
     def _run(self, samples: np.ndarray, count: SpeakerCount, stop: Callable[[], None] | None):
         import torch
 
-        from whisper_endpoint.diarization.threads import torch_threads
+        from whisper_endpoint.core.threads import torch_threads
 
         audio = {"waveform": torch.from_numpy(samples)[None], "sample_rate": SAMPLE_RATE, "uri": "input"}
         options = count.as_kwargs()

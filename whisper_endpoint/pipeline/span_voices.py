@@ -19,9 +19,9 @@ import torch
 from scipy.cluster.hierarchy import fcluster, linkage
 
 from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.core.threads import torch_threads
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.diarization.embedded import campplus_network
-from whisper_endpoint.diarization.threads import torch_threads
+from whisper_endpoint.diarization import campplus as campplus_network
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +35,7 @@ class SpanVoices:
     when CAM++ is not installed (then the languages are decided without the prior)."""
 
     def __init__(self, threads: int = 1):
-        self.threads = threads  # torch's, for CAM++ (diarization/threads.py: one where cores are shared)
+        self.threads = threads  # torch's, for CAM++ (core/threads.py: one where cores are shared)
         self._network = None
         self._unavailable = False
         self._lock = threading.Lock()

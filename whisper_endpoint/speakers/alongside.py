@@ -3,7 +3,7 @@
 The diarizer needs the samples, not the transcript (labels.py merges the two afterwards), so both can
 run at once. The ASR's decode does not fill the cores (on the 2-core machine CTranslate2 on its default
 threads used about one core's CPU for the bench's 5 min), and the diarizer runs on few threads
-(diarization/threads.py), so a diarized request then takes about the longer of the two instead of their
+(core/threads.py), so a diarized request then takes about the longer of the two instead of their
 sum (docs/benchmarks.md, "Diarization alongside the ASR"). Where the diarizer's threads take every core
 there is nothing to overlap with, and it runs after the ASR as before.
 
@@ -30,8 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from whisper_endpoint.core.decode_context import DecodeContext
+from whisper_endpoint.core.threads import cores
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.diarization.threads import cores
 from whisper_endpoint.speakers import labels
 
 

@@ -6,7 +6,7 @@
 - clustering: agglomerative (centroid linkage on cosine-normalised embeddings): there is no PLDA for
   CAM++, and VBx needs one; on long recordings over a bounded subset of the embeddings
   (``clustering.py``), so its memory stays linear in the length;
-- then the refinements after clustering (``../refinements/``): speech fill, turn check, the cut at
+- then the refinements after clustering (``refinements/``): speech fill, turn check, the cut at
   voice changes and the count check (never with ``num_speakers`` given).
 
 Nothing touches the network. The class is an ordinary pyannote pipeline: a ``config.yaml`` naming
@@ -30,20 +30,18 @@ from pyannote.audio.pipelines.speaker_diarization import DiarizeOutput
 from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.core.errors import ModelLoadError
+from whisper_endpoint.diarization.campplus.pyannote_model import CamPlusPlusEmbedding
+from whisper_endpoint.diarization.checkpoints import segmentation_checkpoint
 from whisper_endpoint.diarization.embedded import pooled
-from whisper_endpoint.diarization.embedded.campplus import (
-    CamPlusPlusEmbedding,
-    segmentation_checkpoint,
-)
 from whisper_endpoint.diarization.embedded.clustering import CappedAgglomerativeClustering
-from whisper_endpoint.diarization.embedded.shared_sincnet import SharedSincInference
-from whisper_endpoint.diarization.refinements import (
+from whisper_endpoint.diarization.embedded.refinements import (
     count_check,
     speech_fill,
     turn_check,
     voice_changes,
     window_check,
 )
+from whisper_endpoint.diarization.embedded.shared_sincnet import SharedSincInference
 
 # Chosen on the dev files (docs/diarization.md): a threshold that keeps every file's speaker count over
 # a range around it; centroid linkage, because "average" and "complete" merged everyone at thresholds
@@ -90,7 +88,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       window_check: options of the window-level look at who speaks, last (``WindowCheckOptions`` as a
         dict, see window_check.py), or False to disable.
       onnx: CAM++'s trunk on ONNX Runtime where it can be exported (CPU only; False: torch's, as on a GPU).
-      cache_dir: the model cache, where the ONNX exports are kept (``onnx_export.py``; None: the
+      cache_dir: the model cache, where the ONNX exports are kept (``campplus/onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
     """

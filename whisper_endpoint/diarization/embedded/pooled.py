@@ -69,7 +69,7 @@ class Trunk:
         fbank = (fbank - fbank.mean(dim=0, keepdim=True)).T[None].contiguous()
         onnx_trunk = getattr(self.network, "onnx_trunk", None)
         if onnx_trunk is not None and self.device.type == "cpu":
-            return onnx_trunk(fbank)[0].T  # the same frames to float32 rounding (campplus_onnx.py)
+            return onnx_trunk(fbank)[0].T  # the same frames to float32 rounding (campplus/onnx_trunk.py)
         frames = self.body(self.head(fbank))  # (1, channels, frames)
         return frames[0].T
 
@@ -178,7 +178,7 @@ def chunk_embeddings(trunk: Trunk, samples: torch.Tensor, masks: ChunkMasks, til
                      store: FrameStore | None = None) -> np.ndarray:
     """(chunks, speakers, dimension) embeddings; NaN for a speaker no frame of the chunk has.
     With ``store``, every trunk frame computed is kept there too."""
-    from whisper_endpoint.diarization.embedded.campplus import EMBEDDING_DIMENSION
+    from whisper_endpoint.diarization.campplus import EMBEDDING_DIMENSION
 
     num_chunks, _, num_speakers = masks.masks.shape
     embeddings = np.full((num_chunks, num_speakers, EMBEDDING_DIMENSION), np.nan, dtype=np.float32)
@@ -211,7 +211,7 @@ def chunk_embeddings(trunk: Trunk, samples: torch.Tensor, masks: ChunkMasks, til
 class _Sums:
     """Weighted frame count, sum and sum of squares of trunk features, per local speaker.
 
-    The products run in torch, on the diarizer's threads (threads.py): numpy's OpenBLAS splits these
+    The products run in torch, on the diarizer's threads (core/threads.py): numpy's OpenBLAS splits these
     small products over every core, and its spinning threads cost many times the work itself."""
 
     def __init__(self, num_speakers: int, channels: int):

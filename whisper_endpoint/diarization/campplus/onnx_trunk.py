@@ -1,6 +1,6 @@
 """CAM++'s trunk (everything before its statistics pooling) run by ONNX Runtime, exported once per checkpoint.
 
-The trunk is the diarizer's embedding cost (``pooled.py`` runs it once over the input, in tiles), and its
+The trunk is the diarizer's embedding cost (``../embedded/pooled.py`` runs it once over the input, in tiles), and its
 convolutions run faster under ONNX Runtime than in torch on CPU, with the same frames to float32
 rounding (``TOLERANCE``). It is exported on first use into the model cache, named by a hash of the
 weights and the network code, and checked against torch on a probe signal before use
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.diarization.embedded import onnx_export
+from whisper_endpoint.diarization.campplus import onnx_export
 
 TOLERANCE = 1e-3  # on the trunk's frames, against torch's
 _PROBE_S = 3.0  # the probe signal's length (its fbank is the export's example input too)

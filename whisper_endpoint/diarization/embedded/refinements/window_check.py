@@ -20,7 +20,7 @@ import numpy as np
 from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.diarization.embedded.pooled import FRAME_RATE
-from whisper_endpoint.diarization.refinements.turn_check import Move
+from whisper_endpoint.diarization.embedded.refinements.turn_check import Move
 
 
 @dataclass(frozen=True)

