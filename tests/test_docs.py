@@ -127,7 +127,7 @@ def test_every_code_path_the_docs_and_docstrings_cite_exists():
 def test_the_path_check_sees_a_dead_path_in_a_page_a_docstring_and_a_comment(tmp_path):
     for folder in ("whisper_endpoint/asr/", "scripts", "docs", "audio/clips", "results"):
         (tmp_path / folder).mkdir(parents=True)
-    (tmp_path / "whisper_endpoint/asr/speech.py").write_text('"""The VAD (see backends/gone.py)."""\n')
+    (tmp_path / "whisper_endpoint/asr/speech.py").write_text('"""The VAD (see asr/gone.py)."""\n')
     (tmp_path / "audio/clips/a.flac").write_bytes(b"")
     (tmp_path / "scripts/tool.py").write_text(
         '"""Reads scripts/tool.py and bench/missing.py."""\n'
@@ -142,7 +142,7 @@ def test_the_path_check_sees_a_dead_path_in_a_page_a_docstring_and_a_comment(tmp
         "docs/page.md:1: audio/gone (no such file or folder)",
         "docs/page.md:1: whisper_endpoint/asr/gone.py (no such file or folder)",
         "docs/page.md:4: scripts/out (no such file or folder)",
-        "whisper_endpoint/asr/speech.py:1: backends/gone.py (no such file or folder)",
+        "whisper_endpoint/asr/speech.py:1: asr/gone.py (no such file or folder)",
         "scripts/tool.py:1: bench/missing.py (no such file or folder)",
         "scripts/tool.py:2: support/gone.py (no such file or folder)",
     ]

@@ -88,7 +88,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
       window_check: options of the window-level look at who speaks, last (``WindowCheckOptions`` as a
         dict, see window_check.py), or False to disable.
       onnx: CAM++'s trunk on ONNX Runtime where it can be exported (CPU only; False: torch's, as on a GPU).
-      cache_dir: the model cache, where the ONNX exports are kept (``campplus/onnx_export.py``; None: the
+      cache_dir: the model cache, where the ONNX exports are kept (``diarization/campplus/onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
       token: accepted (``Pipeline.from_pretrained`` passes it) and unused.
     """

@@ -69,7 +69,7 @@ class Trunk:
         fbank = (fbank - fbank.mean(dim=0, keepdim=True)).T[None].contiguous()
         onnx_trunk = getattr(self.network, "onnx_trunk", None)
         if onnx_trunk is not None and self.device.type == "cpu":
-            return onnx_trunk(fbank)[0].T  # the same frames to float32 rounding (campplus/onnx_trunk.py)
+            return onnx_trunk(fbank)[0].T  # the same frames to float32 rounding (diarization/campplus/onnx_trunk.py)
         frames = self.body(self.head(fbank))  # (1, channels, frames)
         return frames[0].T
 
