@@ -120,7 +120,11 @@ def test_a_long_remainder_after_the_longest_prompt_fits_the_decoder(tiny_handler
     audio = long_audio["array"][: 30 * 16000]
     kwargs = dict(language="en", task="transcribe", beam_size=1, word_timestamps=False, without_timestamps=False,
                   **prompts)
-    segments = asr._decode_alone(audio, Window(1.0, 30.0), kwargs)
+    from whisper_endpoint.asr.ctranslate2.decode_state import DecodeState
+    from whisper_endpoint.core.decode_context import DecodeContext
+
+    state = DecodeState(asr.model, audio, InferenceConfig(), kwargs, DecodeContext(), cost.WindowCounter(100))
+    segments = state._decode_alone(audio, Window(1.0, 30.0), kwargs)
     assert segments and all(1.0 <= s.start <= s.end <= 30.5 for s in segments)
 
 

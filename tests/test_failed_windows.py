@@ -121,7 +121,7 @@ def test_a_window_not_recovered_is_counted_and_said():
 
 def _planted_loop(monkeypatch, backend_module):
     """The batched decoder's first window says "the" 40 times: what the real model then does with it."""
-    forward = backend_module._RequestPipeline.forward
+    forward = backend_module.RequestPipeline.forward
     planted = []
 
     def looping(self, *args, **kwargs):
@@ -131,7 +131,7 @@ def _planted_loop(monkeypatch, backend_module):
             planted.append(True)
         return outputs
 
-    monkeypatch.setattr(backend_module._RequestPipeline, "forward", looping)
+    monkeypatch.setattr(backend_module.RequestPipeline, "forward", looping)
 
 
 CLIP = "asterisk_dictate_enter_filename.flac"  # 6.0 s: two windows of 4 s, or one of 30 s
@@ -140,9 +140,9 @@ CHEAP = {"return_timestamps": "none", "beam_size": 1}
 
 def test_a_looped_batched_window_is_decoded_again(tiny_handler, short_windows, monkeypatch):
     from support.audio import read_clip
-    from whisper_endpoint.asr.ctranslate2 import ctranslate2_backend
+    from whisper_endpoint.asr.ctranslate2 import model
 
-    _planted_loop(monkeypatch, ctranslate2_backend)
+    _planted_loop(monkeypatch, model)
     looped = tiny_handler({"inputs": read_clip(CLIP), "parameters": {"chunk_length_s": 4, **CHEAP}})
     decoding = looped["decoding"]
     assert decoding["mode"] == "batched" and decoding["windows_decoded_again"] == 1
@@ -155,9 +155,9 @@ def test_a_looped_sequential_window_is_decoded_again(tiny_handler, monkeypatch):
     import dataclasses
 
     from support.audio import read_clip
-    from whisper_endpoint.asr.ctranslate2 import ctranslate2_backend
+    from whisper_endpoint.asr.ctranslate2 import sequential
 
-    convert, planted = ctranslate2_backend._segment, []
+    convert, planted = sequential.as_segment, []
 
     def looping(segment, language=None):  # the first segment decoded says "the" 40 times
         made = convert(segment, language)
@@ -166,7 +166,7 @@ def test_a_looped_sequential_window_is_decoded_again(tiny_handler, monkeypatch):
         planted.append(True)
         return dataclasses.replace(made, text=" the" * 40)
 
-    monkeypatch.setattr(ctranslate2_backend, "_segment", looping)
+    monkeypatch.setattr(sequential, "as_segment", looping)
     looped = tiny_handler({"inputs": read_clip(CLIP), "parameters": CHEAP})
     decoding = looped["decoding"]
     assert decoding["mode"] == "sequential" and decoding["windows_decoded_again"] == 1

@@ -103,6 +103,7 @@ def test_a_czech_voice_is_heard_as_czech_over_its_own_speech(base_handler):
     # Slovak one by one (docs/languages.md): over the voice's speech in one window it is Czech. The
     # window costs one encoder pass, added to the request's bound; past ``most`` voices none is heard.
     from whisper_endpoint.asr import cost
+    from whisper_endpoint.asr.ctranslate2.language_detection import LanguageDetector
     from whisper_endpoint.asr.languages import voice_languages
 
     path = AUDIO / "mixed" / "mixed_nl_cs_wreck.flac"
@@ -111,8 +112,8 @@ def test_a_czech_voice_is_heard_as_czech_over_its_own_speech(base_handler):
     czech = [i for i, turn in enumerate(turns) if turn["language"] == "cs"]
     with cost.counting(75) as counter:
         budget = counter.budget
-        heard = voice_languages.detector(base_handler.asr.model, decode_reference(path), spans, None, most=1,
-                                         counter=counter)
+        hear = LanguageDetector(base_handler.asr.model, None).voice
+        heard = voice_languages.detector(hear, decode_reference(path), spans, most=1)
         languages = heard(czech)
         assert heard([i for i in range(len(turns)) if i not in czech]) is None
         assert counter.used == 1 and counter.budget == budget + 1

@@ -16,7 +16,7 @@ from support.paths import CLIPS
 from support.serving import CLIP
 from whisper_endpoint import formats
 from whisper_endpoint.asr import cost, decoding_options
-from whisper_endpoint.asr.ctranslate2.ctranslate2_backend import _RequestPipeline
+from whisper_endpoint.asr.ctranslate2.model import RequestPipeline
 from whisper_endpoint.asr.long_form import windows
 from whisper_endpoint.core.config import InferenceConfig, ModelSettings
 from whisper_endpoint.core.errors import ClientError, InvalidParameterError
@@ -294,11 +294,11 @@ def observe(handler, inputs, parameters: dict) -> Observed:
     """Run one request on the real handler, recording the calls its models receive."""
     seen = Observed()
     model = handler.asr.model
-    decode, batch = model.transcribe, _RequestPipeline.transcribe
+    decode, batch = model.transcribe, RequestPipeline.transcribe
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(model, "transcribe", lambda audio, **kw: (
             seen.decode.append({"samples": len(audio), **kw}), decode(audio, **kw))[1])
-        patch.setattr(_RequestPipeline, "transcribe", lambda self, audio, **kw: (
+        patch.setattr(RequestPipeline, "transcribe", lambda self, audio, **kw: (
             seen.batch.append(kw), batch(self, audio, **kw))[1])
         if handler.diarizer is not None:
             diarize = handler.diarizer.diarize

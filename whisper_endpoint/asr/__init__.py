@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from whisper_endpoint.asr.base import ASRBackend
+from whisper_endpoint.asr.base import ASRBackend, EngineSetup
 from whisper_endpoint.core.device import (
     ctranslate2_compute_type,
     max_batch_size,
@@ -53,16 +53,14 @@ def load_asr_backend(settings, repository_path: str = "", voices=None) -> ASRBac
             CTranslate2Backend,
         )
 
-        return CTranslate2Backend(
-            str(source.path),
+        return CTranslate2Backend(str(source.path), EngineSetup(
             model_name=reference,
             device=device,
+            max_batch_size=max_batch_size(settings.max_batch_size, device),
             compute_type=ctranslate2_compute_type(settings.compute_type, device),
             cpu_threads=settings.cpu_threads,
-            max_batch_size=max_batch_size(settings.max_batch_size, device),
             num_workers=settings.num_workers,
-            voices=voices,
-        )
+        ), voices=voices)
     from whisper_endpoint.asr.transformers.transformers_backend import (
         TransformersBackend,
     )
@@ -72,14 +70,11 @@ def load_asr_backend(settings, repository_path: str = "", voices=None) -> ASRBac
         assistant = _transformers_dir(
             locate_model(settings.assistant_model, cache_dir=settings.model_cache_dir, token=token), settings
         )
-    return TransformersBackend(
-        _transformers_dir(source, settings),
+    return TransformersBackend(_transformers_dir(source, settings), EngineSetup(
         model_name=reference,
         device=device,
-        assistant_path=assistant,
-        assistant_name=settings.assistant_model,
         max_batch_size=max_batch_size(settings.max_batch_size, device),
-    )
+    ), assistant=None if assistant is None else (assistant, settings.assistant_model))
 
 
 def _transformers_dir(source, settings) -> Path:

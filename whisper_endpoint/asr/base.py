@@ -7,6 +7,7 @@ to it, which is where a decode is stopped (deadline, client gone, shutdown).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
@@ -15,6 +16,18 @@ from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import UnsupportedOptionError
 from whisper_endpoint.core.types import Transcript
+
+
+@dataclass(frozen=True)
+class EngineSetup:
+    """Where and how an engine runs, as the loader (asr/__init__.py) decided from the settings."""
+
+    model_name: str  # as the settings name it (the response's ``decoding.model``)
+    device: str
+    max_batch_size: int = 8
+    compute_type: str = "default"  # CTranslate2's
+    cpu_threads: int = 0  # CTranslate2's intra-op threads (0: its own default)
+    num_workers: int = 1  # CTranslate2's workers: requests decoded at once
 
 
 class ASRBackend(Protocol):

@@ -25,8 +25,9 @@ Backends count their encoder calls here (``count``) and report the total in ``de
 from __future__ import annotations
 
 import math
-from contextvars import ContextVar
 from dataclasses import dataclass, field
+
+from whisper_endpoint.asr import request_state
 
 MIN_WINDOW_S = 15  # distil-whisper's chunked recipe uses 15 s; shorter windows only multiply the work
 WINDOWS_PER_30S = 4
@@ -52,8 +53,6 @@ class WindowCounter:
     def spent(self) -> bool:
         return self.used >= self.budget
 
-
-_current: ContextVar[WindowCounter | None] = ContextVar("encoder_windows", default=None)
 
 
 def window_budget(duration_s: float) -> int:
@@ -81,16 +80,17 @@ class counting:
         self.counter = WindowCounter(budget, strict, request_id=request_id)
 
     def __enter__(self) -> WindowCounter:
-        self._token = _current.set(self.counter)
+        self._state = request_state.opened(counter=self.counter)
+        self._state.__enter__()
         return self.counter
 
     def __exit__(self, *exc) -> None:
-        _current.reset(self._token)
+        self._state.__exit__(*exc)
 
 
 def count(windows: int) -> None:
     """Called by the backends before each encoder call on ``windows`` windows."""
-    counter = _current.get()
+    counter = _counter()
     if counter is None:
         return
     if counter.strict and counter.used + windows > counter.budget:
@@ -100,9 +100,22 @@ def count(windows: int) -> None:
 
 def count_words_spread(words: int) -> None:
     """Called by the word alignment for the words it timed from their segment's span."""
-    counter = _current.get()
+    counter = _counter()
     if counter is not None:
         counter.words_spread += words
+
+
+def allow(windows: int) -> None:
+    """Raise the current request's bound by ``windows``: work the request's own plan adds (its windows
+    cut where the language changes, its voices' detection) without taking it from the decoding's share."""
+    counter = _counter()
+    if counter is not None:
+        counter.budget += windows
+
+
+def _counter() -> WindowCounter | None:
+    state = request_state.current()
+    return None if state is None else state.counter
 
 
 def spread_note(counter: WindowCounter) -> list[str]:

@@ -45,3 +45,28 @@ def find_speech(samples: np.ndarray) -> Speech:
 
     found = get_speech_timestamps(np.asarray(samples, dtype=np.float32), VadOptions())
     return Speech(tuple((span["start"] / SAMPLE_RATE, span["end"] / SAMPLE_RATE) for span in found))
+
+
+# The VAD's spans for long-form windows, packed end to end, and times moved back: faster-whisper's
+# batched recipe (long_form/windows.py), here so that the VAD is reached through one module.
+def spans_within(samples: np.ndarray, window_s: float) -> list[dict]:
+    """The speech spans (in samples) with the options faster-whisper's BatchedInferencePipeline uses by
+    default: none longer than ``window_s``."""
+    from faster_whisper.vad import VadOptions, get_speech_timestamps
+
+    return get_speech_timestamps(samples, VadOptions(max_speech_duration_s=window_s, min_silence_duration_ms=160))
+
+
+def packed(samples: np.ndarray, spans: list[dict], window_s: float):
+    """faster-whisper's ``collect_chunks``: the spans' audio in chunks of at most ``window_s``, and where
+    each chunk starts and how long it is."""
+    from faster_whisper.vad import collect_chunks
+
+    return collect_chunks(samples, spans, max_duration=window_s)
+
+
+def restored_times(segments: list, spans: list[dict]) -> list:
+    """Segments (and their words) decoded on speech packed from ``spans``, moved back to the original time."""
+    from faster_whisper.transcribe import restore_speech_timestamps
+
+    return list(restore_speech_timestamps(segments, spans, SAMPLE_RATE))

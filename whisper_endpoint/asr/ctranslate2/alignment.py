@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import NamedTuple
 
 import ctranslate2
 import numpy as np
@@ -37,6 +38,24 @@ logger = logging.getLogger(__name__)
 MEL_FRAMES_PER_S = 100  # faster-whisper's ``num_frames`` count log-mel frames
 
 
+class _Call(NamedTuple):
+    """The arguments of faster-whisper's ``find_alignment``, in its order."""
+
+    tokenizer: object
+    text_tokens: list
+    encoder_output: object
+    num_frames: list
+    median_filter_width: int
+
+
+class _Frames(NamedTuple):
+    """One window's encoder output, its frames of audio and its start (seconds)."""
+
+    encoded: np.ndarray
+    frames: int
+    offset: float
+
+
 class WindowByWindowAlignment:
     """Mixed into faster-whisper's ``WhisperModel``: ``find_alignment`` one window at a time on CPU, and
     word starts at their onsets where the model's onset head is known."""
@@ -48,19 +67,20 @@ class WindowByWindowAlignment:
     def find_alignment(self, tokenizer, text_tokens, encoder_output, num_frames, median_filter_width: int = 7):
         frames = [num_frames] * len(text_tokens) if isinstance(num_frames, int) else list(num_frames)
         if len(text_tokens) <= 1 or encoder_output.device != "cpu":
-            return self._aligned(tokenizer, text_tokens, encoder_output, frames, median_filter_width)
+            return self._aligned(_Call(tokenizer, text_tokens, encoder_output, frames, median_filter_width))
         encoded = np.asarray(encoder_output)  # a view: shape (windows, frames, d_model)
         alignments = []
         for index, (tokens, count) in enumerate(zip(text_tokens, frames, strict=True)):
             window = ctranslate2.StorageView.from_array(encoded[index: index + 1])
-            alignments += self._aligned(tokenizer, [tokens], window, [count], median_filter_width, first=index)
+            alignments += self._aligned(_Call(tokenizer, [tokens], window, [count], median_filter_width), first=index)
         return alignments
 
-    def _aligned(self, tokenizer, text_tokens, encoder_output, frames, median_filter_width, first: int = 0):
+    def _aligned(self, call: _Call, first: int = 0):
         """faster-whisper's alignment of these windows; a window it cannot align gets its words spread
         (``_spread``), and its index (``first`` + its place here) is noted for ``add_word_timestamps``."""
+        tokenizer, text_tokens, _, frames, _ = call
         try:
-            found = super().find_alignment(tokenizer, text_tokens, encoder_output, frames, median_filter_width)
+            found = super().find_alignment(*call)
         except Exception:  # the DTW's path came back empty or short: nothing to index the words with
             logger.warning("word alignment found no path over %d window(s); words spread over their segments",
                            len(text_tokens), exc_info=logger.isEnabledFor(logging.DEBUG))
@@ -96,12 +116,13 @@ class WindowByWindowAlignment:
             rows = _first_rows(tokenizer, tokens, prepend_punctuations, append_punctuations)
             if words and len(rows) == len(words):  # else the words are not faster-whisper's split: leave them
                 offset = window[0]["seek"] / self.frames_per_second
-                self._start_at_onsets(words, rows, tokenizer, tokens, encoded[index], count, offset)
+                self._start_at_onsets(words, rows, tokenizer, tokens, _Frames(encoded[index], count, offset))
         return last
 
-    def _start_at_onsets(self, words, rows, tokenizer, tokens, encoded, frames, offset):
+    def _start_at_onsets(self, words, rows, tokenizer, tokens, window: _Frames):
         """Each word's start (in place) to its onset, and the word before it ends there; the window's
         last word keeps its end."""
+        encoded, frames, offset = window
         sequence = [*tokenizer.sot_sequence, tokenizer.no_timestamps, *tokens, tokenizer.eot]
         # Row r predicts text token r (the first row is <|notimestamps|>'s); frames past the audio are padding.
         attention = self.onsets(encoded, sequence)[len(tokenizer.sot_sequence):, : frames // 2]

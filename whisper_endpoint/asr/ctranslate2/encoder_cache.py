@@ -6,8 +6,8 @@ model looks each window's features up here first (``encode``), so a window is en
 request: detection costs one decoder step per span, not a second encoder pass. Keyed by the window's
 features (a digest of the bytes), so only a window whose features are exactly the same is reused; an
 entry is dropped once used (each window is decoded once), or when its window is cut in pieces
-(``forget``), which bounds the memory to the windows not yet decoded. The cache is per request: a
-context variable (one per thread), never shared.
+(``forget``), which bounds the memory to the windows not yet decoded. The cache is per request, in its
+state (asr/request_state.py), never shared.
 """
 
 from __future__ import annotations
@@ -15,28 +15,23 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
-
 import ctranslate2
 import numpy as np
 
-_active: ContextVar[dict | None] = ContextVar("encoder_cache", default=None)
+from whisper_endpoint.asr import request_state
 
 
 @contextmanager
 def active(enabled: bool = True) -> Iterator[None]:
     """The block in which this thread's encodes go through a new, empty cache (``enabled``: on CPU; on a GPU
     the encoder output stays on the device and encoding again is cheap)."""
-    token = _active.set({} if enabled else None)
-    try:
+    with request_state.opened(encoder_outputs={} if enabled else None):
         yield
-    finally:
-        _active.reset(token)
 
 
 def forget(features: np.ndarray) -> None:
     """Forget one window's output (it was cut in pieces: it will not be asked for again)."""
-    cache = _active.get()
+    cache = _cache()
     if cache is not None:
         cache.pop(_key(features), None)
 
@@ -44,7 +39,7 @@ def forget(features: np.ndarray) -> None:
 def encode(features: np.ndarray, encoder: Callable[[np.ndarray], object], *, keep: bool = False):
     """``encoder(features)`` with the windows found in the cache taken from it (and dropped), the others
     encoded in one call; ``keep``: store every window's output for a later call (detection)."""
-    cache = _active.get()
+    cache = _cache()
     if cache is None or features.ndim not in (2, 3):
         return encoder(features)
     batch = features if features.ndim == 3 else features[None]
@@ -64,3 +59,8 @@ def encode(features: np.ndarray, encoder: Callable[[np.ndarray], object], *, kee
 
 def _key(features: np.ndarray) -> bytes:
     return hashlib.blake2b(np.ascontiguousarray(features).tobytes(), digest_size=16).digest()
+
+
+def _cache() -> dict | None:
+    state = request_state.current()
+    return None if state is None else state.encoder_outputs

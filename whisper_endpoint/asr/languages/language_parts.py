@@ -15,7 +15,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from whisper_endpoint.asr import cost
-from whisper_endpoint.asr.ctranslate2 import encoder_cache
 from whisper_endpoint.asr.languages import (
     language_rule,
     span_languages,
@@ -71,14 +70,14 @@ def one_language_each(plan: LanguagePlan, most: int) -> tuple[LanguagePlan, list
     return replace(plan, packed=replace(plan.packed, windows=cut_windows)), cut
 
 
-def cut_for_decoding(model, plan: LanguagePlan, duration_s: float, counter) -> LanguagePlan:
+def cut_for_decoding(detector: span_languages.Detector, plan: LanguagePlan, duration_s: float) -> LanguagePlan:
     """``one_language_each`` for the decoding: the windows cut add to the request's bound (cost.py), and
     their encoder outputs kept from detection are dropped."""
     most = max(cost.turn_windows(duration_s), len(plan.packed.windows))
     pure, cut = one_language_each(plan, most)
-    counter.budget += len(pure.packed.windows) - len(plan.packed.windows)
+    cost.allow(len(pure.packed.windows) - len(plan.packed.windows))
     for window in cut:
-        encoder_cache.forget(span_languages.window_features(model, plan.packed.audio, window.start, window.end))
+        detector.forget(plan.packed.audio, window.start, window.end)
     return pure
 
 
@@ -103,23 +102,21 @@ def given(language: str, packed: windows.PackedSpeech) -> LanguagePlan:
     return LanguagePlan(language, None, packed)
 
 
-def plan(model, packed: windows.PackedSpeech, allowed: list[str] | None, voices: Voices | None = None,
-         counter=None) -> LanguagePlan:
+def plan(detector: span_languages.Detector, packed: windows.PackedSpeech, voices: Voices | None = None) -> LanguagePlan:
     """Detect each VAD span's language in ``packed``'s windows (their encoder output is kept for the decoding);
     ``voices`` groups the spans by speaker when they may be in several languages, and each voice is
-    detected over its own speech (language_rule.py, voice_languages.py: added to ``counter``'s bound)."""
+    detected over its own speech (language_rule.py, voice_languages.py: added to the request's bound)."""
     spans = packed.spans()
     found, whole = [], []
     for window in packed.windows:
         inside = [span for span in spans if window.holds(*span)]
-        features = span_languages.window_features(model, packed.audio, window.start, window.end)
-        detected_window, detected = span_languages.detect(model, features, window.start, inside, allowed)
+        detected_window, detected = detector.window(packed.audio, window.start, window.end, inside)
         found += detected
         whole.append(detected_window)
-    return _decided(model, packed, found, whole, allowed, voices, counter)
+    return _decided(detector, packed, (found, whole), voices)
 
 
-def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[str] | None) -> LanguagePlan:
+def plan_one_window(detector: span_languages.Detector, samples: np.ndarray, window_s: float) -> LanguagePlan:
     """The same for audio that fits one window (the sequential path): detected on the window that path
     encodes (the whole clip); when several languages are spoken, ``packed`` is its packed speech, to be
     decoded as the batched path does. Without the voices: a clip's window sees all of it, and a short
@@ -127,19 +124,22 @@ def plan_one_window(model, samples: np.ndarray, window_s: float, allowed: list[s
     packed = windows.pack_speech(samples, window_s)  # as the batched path finds them: a span a turn
     duration = len(samples) / SAMPLE_RATE
     own = [(s["start"] / SAMPLE_RATE, s["end"] / SAMPLE_RATE) for s in packed.speech]
-    features = span_languages.window_features(model, samples, 0.0, duration)
-    window, found = span_languages.detect(model, features, 0.0, own, allowed)
+    window, found = detector.window(samples, 0.0, duration, own)
     moved = dict(zip(own, packed.spans()))  # clip time -> packed time
     found = [replace(span, start=moved[(span.start, span.end)][0], end=moved[(span.start, span.end)][1])
              for span in found]
-    return _decided(model, packed, found, [window], allowed, None, None)
+    return _decided(detector, packed, (found, [window]), None)
 
 
-def _decided(model, packed, found, whole, allowed, voices: Voices | None, counter) -> LanguagePlan:
+def _decided(detector: span_languages.Detector, packed: windows.PackedSpeech,
+             detected: tuple[list[span_languages.SpanLanguage], list[span_languages.SpanLanguage]],
+             voices: Voices | None) -> LanguagePlan:
+    """The plan from what was ``detected``: (each span's languages, each window's)."""
+    found, whole = detected
     main, share = language_rule.main_language(whole)
     times = [(span.start, span.end) for span in found]
     labels = voices(packed.audio, times) if voices is not None and language_rule.may_be_mixed(found, whole) else None
-    heard = voice_languages.detector(model, packed.audio, times, allowed, counter=counter,
+    heard = voice_languages.detector(detector.voice, packed.audio, times,
                                      most=cost.voice_windows(len(packed.audio) / SAMPLE_RATE))
     chosen = language_rule.decide(found, whole, labels, heard)
     if len(set(chosen)) <= 1:

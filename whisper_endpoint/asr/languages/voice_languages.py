@@ -13,9 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from faster_whisper.audio import pad_or_trim
 
-from whisper_endpoint.asr.languages import span_languages
+from whisper_endpoint.asr import cost
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 SAMPLE_S = 29.5  # the voice's speech and the gaps between its spans: one window
@@ -24,11 +23,11 @@ GAP_S = 0.5
 Detector = Callable[[list[int]], "dict[str, float] | None"]
 
 
-def detector(model, audio: np.ndarray, spans: list[tuple[float, float]], allowed: list[str] | None,
-             most: int, counter=None) -> Detector:
-    """``languages(indices)``: the languages of the voice that said the spans at those indices of ``spans``
-    (start, end in seconds of ``audio``), over ``allowed``; None once ``most`` voices were asked (each
-    costs an encoder pass, added to ``counter``'s bound so that the decoding keeps its own)."""
+def detector(hear: Callable[[np.ndarray], dict[str, float]], audio: np.ndarray, spans: list[tuple[float, float]],
+             most: int) -> Detector:
+    """``languages(indices)``: the languages ``hear`` finds in the speech of the voice that said the spans
+    at those indices of ``spans`` (start, end in seconds of ``audio``); None once ``most`` voices were asked
+    (each costs an encoder pass, added to the request's bound so that the decoding keeps its own)."""
     asked = 0
 
     def languages(indices: list[int]) -> dict[str, float] | None:
@@ -36,11 +35,8 @@ def detector(model, audio: np.ndarray, spans: list[tuple[float, float]], allowed
         if asked >= most:
             return None
         asked += 1
-        if counter is not None:
-            counter.budget += 1
-        features = pad_or_trim(model.feature_extractor(_voice_window(audio, [spans[i] for i in sorted(indices)]))
-                               [..., :-1])
-        return span_languages.restricted(model.model.detect_language(model.encode(features))[0], allowed)
+        cost.allow(1)
+        return hear(_voice_window(audio, [spans[i] for i in sorted(indices)]))
 
     return languages
 

@@ -15,10 +15,9 @@ The thresholds were set on the repetition-loop stress set (audio/stress) and the
 from __future__ import annotations
 
 import re
+import zlib
 from collections import Counter
 from dataclasses import dataclass
-
-from whisper_endpoint.asr.confidence import compression_ratio
 
 COMPRESSION_RATIO = 3.0  # gzip, as Whisper's (its own fallback starts at 2.4; this is the loop, not doubt)
 LOOP_REPEATS, LOOP_WORDS = 4, 15  # a phrase 4+ times in a row, the run 15+ words long
@@ -140,3 +139,9 @@ def rank(decoded: Decoded) -> tuple:
     if failure(decoded) is None:
         return (0, -(decoded.avg_logprob if decoded.avg_logprob is not None else -99.0))
     return (1, compression_ratio(decoded.text))
+
+
+def compression_ratio(text: str) -> float:
+    """Whisper's repetition measure: the text's UTF-8 length over its zlib-compressed length."""
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0

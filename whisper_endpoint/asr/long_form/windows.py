@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from whisper_endpoint.asr import speech
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 MIN_LEFTOVER_S = 1.0  # a remainder shorter than this is the VAD's padding, not missed speech
@@ -48,9 +49,7 @@ class PackedSpeech:
 
     def original_times(self, segments: list) -> list:
         """Segments (and their words) decoded on the packed audio, moved back to the original time."""
-        from faster_whisper.transcribe import restore_speech_timestamps
-
-        return list(restore_speech_timestamps(segments, self.speech, SAMPLE_RATE))
+        return speech.restored_times(segments, self.speech)
 
     def spans(self) -> list[tuple[float, float]]:
         """The VAD's spans in packed time (they follow each other there)."""
@@ -64,18 +63,14 @@ class PackedSpeech:
 
 def pack_speech(samples: np.ndarray, window_s: float) -> PackedSpeech:
     """Speech found by faster-whisper's bundled Silero VAD, packed into windows of at most window_s."""
-    from faster_whisper.vad import VadOptions, collect_chunks, get_speech_timestamps
-
-    # The options faster-whisper's BatchedInferencePipeline uses by default.
-    options = VadOptions(max_speech_duration_s=window_s, min_silence_duration_ms=160)
-    speech = get_speech_timestamps(samples, options)
-    if not speech:
+    found = speech.spans_within(samples, window_s)
+    if not found:
         return PackedSpeech(np.zeros(0, dtype=np.float32), [], [])
-    chunks, metadata = collect_chunks(samples, speech, max_duration=window_s)
+    chunks, metadata = speech.packed(samples, found, window_s)
     # collect_chunks starts with an empty window when the first span fills a whole one: an encoder pass
     # for nothing (cost.py counts every window).
     windows = [Window(m["offset"], m["offset"] + m["duration"]) for m in metadata if m["duration"] > 0]
-    return PackedSpeech(np.concatenate(chunks), windows, speech)
+    return PackedSpeech(np.concatenate(chunks), windows, found)
 
 
 def leftovers(windows: list[Window], segments: list) -> list[Window]:

@@ -36,28 +36,42 @@ import itertools
 import logging
 import math
 from contextlib import contextmanager
-from contextvars import ContextVar
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.asr import confidence, cost, decoding_options, speech, tokens
-from whisper_endpoint.asr.base import check_language_options
+from whisper_endpoint.asr import cost, decoding_options, request_state, speech, tokens
+from whisper_endpoint.asr.base import EngineSetup, check_language_options
 from whisper_endpoint.asr.long_form import failed_windows, window_fallback
+from whisper_endpoint.asr.transformers import confidence, output
+from whisper_endpoint.asr.transformers.assistant import load_assistant
 from whisper_endpoint.asr.transformers.features import WindowFeatureExtractor
 from whisper_endpoint.asr.transformers.transformers_onsets import at_onsets
 from whisper_endpoint.asr.word_times import word_edges, word_spread
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError
-from whisper_endpoint.core.sentences import ends_sentence
-from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Transcript, Word
+from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Transcript
 from whisper_endpoint.weights.transformers_compat import (
     dtype_argument,
     set_attention,
     skip_unloadable_torchcodec,
 )
+
+
+@dataclass
+class _Request:
+    """One request's decoding: what each step reads."""
+
+    samples: np.ndarray
+    options: InferenceConfig
+    window_s: float
+    context: DecodeContext
+    warnings: list[str]
+    generate_kwargs: dict | None = None  # generate's options, once made
+
 
 logger = logging.getLogger(__name__)
 
@@ -65,9 +79,11 @@ logger = logging.getLogger(__name__)
 class TransformersBackend:
     name = "transformers"
 
-    def __init__(self, model_path: Path, *, model_name: str, device: str, assistant_path: Path | None = None,
-                 assistant_name: str | None = None, max_batch_size: int = 8):
+    def __init__(self, model_path: Path, setup: EngineSetup, assistant: tuple[Path, str | None] | None = None):
+        """``assistant``: the assistant model's folder and the name it was asked by."""
         import torch
+
+        model_name, device = setup.model_name, setup.device
         from transformers import AutoTokenizer, WhisperForConditionalGeneration
 
         self.device = device
@@ -85,7 +101,7 @@ class TransformersBackend:
         except (OSError, ValueError) as exc:
             raise ModelLoadError(f"transformers could not load {model_name!r}: {exc}") from exc
         self.model = model.to(device).eval()
-        self.max_batch_size = max_batch_size
+        self.max_batch_size = setup.max_batch_size
         skip_unloadable_torchcodec()
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
@@ -97,11 +113,11 @@ class TransformersBackend:
             pipe.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
         self.model_name = model_name
         self.model_path = model_path  # its files' digest is in a kept block's key (blocks/saved.py)
-        self.assistant_name = assistant_name if assistant_path is not None else None
+        self.assistant_name = assistant[1] if assistant is not None else None
         self.is_multilingual = bool(getattr(self.model.generation_config, "is_multilingual", False))
         self.assistant = None
-        if assistant_path is not None:
-            self.assistant = load_assistant(assistant_path, assistant_name or str(assistant_path), self)
+        if assistant is not None:
+            self.assistant = load_assistant(assistant[0], assistant[1] or str(assistant[0]), self)
         logger.info("loaded %s with transformers on %s (%s)", model_name, device, self.dtype)
 
     def transcribe(self, samples: np.ndarray, options: InferenceConfig,
@@ -116,15 +132,15 @@ class TransformersBackend:
                             "the whole input in the one language it detects among 'languages'")
         with cost.counting(duration, strict=False, request_id=context.request_id) as counter:
             options, probability = self._with_language(samples, options)
-            generate_kwargs = self._generate_kwargs(samples, options, warnings)
+            request = _Request(samples, options, window_s, context, warnings)
+            request.generate_kwargs = generate_kwargs = self._generate_kwargs(samples, options, warnings)
             stop = _StopWhenSpent(counter)
-            output, decoding, windows = self._run(samples, options, window_s, generate_kwargs, stop, context,
-                                                  warnings)
-            segments = _segments(output, decoding.pop("timestamps"), duration)
+            decoded, decoding, windows = self._run(request, stop)
+            segments = output.segments(decoded, decoding.pop("timestamps"), duration)
             if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
                 segments, counter.words_spread = word_spread.spread_missing(segments)  # decoded without them
                 segments = word_edges.snapped(segments, samples)
-            segments = self._confidence(samples, segments, options, generate_kwargs, decoding)  # counted too
+            segments = self._confidence(request, segments, decoding)  # counted too
         warnings += _failed_notes(segments, window_s, decoding) + counter.notes + cost.spread_note(counter)
         context.report(windows.done, windows.total, segments)
         if stop.fired:
@@ -135,8 +151,10 @@ class TransformersBackend:
         return Transcript(segments=segments, language=generate_kwargs.get("language", "en"),
                           language_probability=probability, decoding=decoding, warnings=warnings)
 
-    def _run(self, samples, options, window_s, generate_kwargs, stop, context, warnings):
+    def _run(self, request: _Request, stop: _StopWhenSpent):
         """The pipeline's run: its output, the ``decoding`` block so far, and the windows it reported."""
+        samples, options, window_s = request.samples, request.options, request.window_s
+        generate_kwargs, warnings = request.generate_kwargs, request.warnings
         long_audio = len(samples) > window_s * SAMPLE_RATE
         assisted = "assistant_model" in generate_kwargs
         # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
@@ -153,7 +171,7 @@ class TransformersBackend:
         if long_audio and not chunked:
             timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
             generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
-        windows = _Windows(context, _windows_total(len(samples) / SAMPLE_RATE, window_s if chunked else None))
+        windows = _Windows(request.context, _windows_total(len(samples) / SAMPLE_RATE, window_s if chunked else None))
 
         used = stop.counter.used
 
@@ -208,14 +226,15 @@ class TransformersBackend:
                 kwargs["assistant_model"] = self.assistant
         return kwargs
 
-    def _confidence(self, samples, segments, options: InferenceConfig, generate_kwargs: dict, decoding: dict):
+    def _confidence(self, request: _Request, segments: list[Segment], decoding: dict):
         """Scores asked for (return_confidence), or needed by no_speech_threshold (Whisper's rule on the
         scored windows): one more encoder pass per 30 s, counted in ``decoding``."""
+        options = request.options
         threshold = "no_speech_threshold" in options.model_fields_set
         if not (options.return_confidence or threshold):
             return segments
-        segments, decoding["confidence_windows"] = confidence.scored(self, samples, segments, generate_kwargs,
-                                                                     options.temperature)
+        segments, decoding["confidence_windows"] = confidence.scored(self, request.samples, segments,
+                                                                     request.generate_kwargs, options.temperature)
         if threshold:
             segments = [s for s in segments if decoding_options.keep(s, options.no_speech_threshold)]
         return segments
@@ -279,20 +298,15 @@ class _Windows:
 
     @contextmanager
     def counting(self):
-        token = _current.set(self)
-        try:
+        with request_state.opened(windows=self):
             yield
-        finally:
-            _current.reset(token)
-
-
-_current: ContextVar[_Windows | None] = ContextVar("decode_windows", default=None)
 
 
 def _before_window(module, args, kwargs) -> None:
     """Encoder pre-hook: report the windows decoded so far (a stop asked for raises here), then count
     this call's windows. Calls outside a request's pipeline (language detection) are not counted."""
-    windows = _current.get()
+    state = request_state.current()
+    windows = None if state is None else state.windows
     features = kwargs.get("input_features", args[0] if args else None)
     if windows is None or features is None:
         return
@@ -349,52 +363,6 @@ def _eager_twin(model):
     return twin.eval()
 
 
-def load_assistant(path: Path, name: str, main: TransformersBackend):
-    """Load a decoder-only or full-Whisper assistant and check it speaks the main model's tokens."""
-    from transformers import (
-        AutoConfig,
-        AutoModelForCausalLM,
-        WhisperForConditionalGeneration,
-    )
-
-    config = AutoConfig.from_pretrained(path)
-    decoder_only = any("CausalLM" in arch for arch in (config.architectures or []))
-    cls = AutoModelForCausalLM if decoder_only else WhisperForConditionalGeneration
-    _check_same_tokenizer(path, name, config, main)
-    assistant = cls.from_pretrained(
-        path, attn_implementation=main.attention, low_cpu_mem_usage=True, **dtype_argument(main.dtype)
-    )
-    if decoder_only and config.d_model != main.model.config.d_model:
-        raise ModelLoadError(
-            f"assistant {name!r} is decoder-only with d_model {config.d_model}; it reuses the main encoder, "
-            f"whose d_model is {main.model.config.d_model}"
-        )
-    # "heuristic" writes the draft length back onto the assistant after each call, so one request would
-    # shape the next (or a concurrent) one; "heuristic_transient" adapts it the same way within a call.
-    if assistant.generation_config.num_assistant_tokens_schedule == "heuristic":
-        assistant.generation_config.num_assistant_tokens_schedule = "heuristic_transient"
-    logger.info("assistant %s loaded (%s)", name, "decoder-only" if decoder_only else "full Whisper")
-    return assistant.to(main.device).eval()
-
-
-def _check_same_tokenizer(path: Path, name: str, config, main: TransformersBackend) -> None:
-    from transformers import AutoTokenizer
-
-    main_vocab = main.tokenizer.get_vocab()
-    if config.vocab_size != main.model.config.vocab_size:
-        raise ModelLoadError(
-            f"assistant {name!r} has vocabulary size {config.vocab_size}, the main model "
-            f"{main.model_name!r} {main.model.config.vocab_size}: speculative decoding needs the same tokenizer "
-            "(e.g. an English-only assistant cannot assist a multilingual model)"
-        )
-    try:
-        vocab = AutoTokenizer.from_pretrained(path).get_vocab()
-    except (OSError, ValueError):
-        return  # no tokenizer files beside the weights: the vocabulary size check above stands
-    if vocab != main_vocab:
-        raise ModelLoadError(f"assistant {name!r} uses a different tokenizer from {main.model_name!r}")
-
-
 def _failed_notes(segments: list[Segment], window_s: float, decoding: dict) -> list[str]:
     """Stretches of the transcript that fail the repetition check (failed_windows.py), said in the response:
     this backend does not decode them again (the ctranslate2 backend does, issue 57)."""
@@ -414,32 +382,3 @@ def _attempts(asked: str, timestamps, generate_kwargs: dict) -> list[tuple[str, 
              ("greedy without word times", greedy)]
     return [(how, attempt) for index, (how, attempt) in enumerate(tries)
             if all(attempt != earlier for _, earlier in tries[:index])]
-
-
-def _segments(output: dict, timestamps: str, duration: float) -> list[Segment]:
-    if timestamps == "none" or not output.get("chunks"):
-        return [Segment(0.0, duration, output["text"])]
-    if timestamps == "word":
-        words = [Word(*_times(chunk, duration), chunk["text"]) for chunk in output["chunks"]]
-        return _sentences(words)
-    return [Segment(*_times(chunk, duration), chunk["text"]) for chunk in output["chunks"]]
-
-
-def _sentences(words: list[Word]) -> list[Segment]:
-    """The pipeline returns words only; group them into sentence segments."""
-    segments, current = [], []
-    for word in words:
-        current.append(word)
-        if ends_sentence(word.text) or word is words[-1]:
-            segments.append(Segment(current[0].start, current[-1].end, "".join(w.text for w in current),
-                                    tuple(current)))
-            current = []
-    return segments
-
-
-def _times(chunk: dict, duration: float) -> tuple[float, float]:
-    start, end = chunk["timestamp"]
-    start = 0.0 if start is None else float(start)
-    return start, duration if end is None else float(end)  # the last chunk may be open-ended
-
-

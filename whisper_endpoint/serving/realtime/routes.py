@@ -22,8 +22,8 @@ import asyncio
 import json
 import logging
 import time
+import weakref
 from collections import OrderedDict
-from contextvars import ContextVar
 from dataclasses import replace
 
 from fastapi import APIRouter, Request, WebSocket, WebSocketDisconnect
@@ -50,8 +50,9 @@ logger = logging.getLogger(__name__)
 _KEY_PROTOCOL = "openai-insecure-api-key."
 _SECRET_BODY_BYTES = 64 * 1024
 _UVICORN_LOGGER = "uvicorn.error"  # where uvicorn (and the websockets library it drives) logs WebSockets
-# Set in the connection's task before its denial response; uvicorn logs about it in that same task.
-_refused: ContextVar[EndpointError | None] = ContextVar("realtime_refused", default=None)
+# Each refused connection's task, with its refusal: set before the denial response; uvicorn logs about it
+# in that same task (kept no longer than the task).
+_refused: weakref.WeakKeyDictionary[asyncio.Task, EndpointError] = weakref.WeakKeyDictionary()
 
 
 class Refused(Exception):
@@ -111,15 +112,23 @@ class RefusalLog:
                        self.capacity, self.period_s, self.period_s, unlogged)
 
 
+def _task() -> asyncio.Task | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # a line logged outside any event loop
+        return None
+
+
 class _QuietRefusals(logging.Filter):
     """Drops uvicorn's lines about a WebSocket this app refused (see the module's docstring): they are
-    logged in the connection's task, where ``_refused`` holds the refusal."""
+    logged in the connection's task, for which ``_refused`` holds the refusal."""
 
     _ANY = ("ASGI callable returned without completing handshake.",)
     _UNAUTHORIZED = ('%s - "WebSocket %s" %d', "connection rejected (%d %s)")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        error = _refused.get()
+        task = _task()
+        error = _refused.get(task) if task is not None else None
         if error is None:
             return True
         if record.msg in self._ANY:
@@ -156,7 +165,7 @@ def router(service: InferenceService, keys: APIKeys, protected: list) -> APIRout
         try:
             config, tenant = _admit(websocket, service, keys, secrets, service.metrics.realtime_sessions)
         except Refused as refused:
-            _refused.set(refused.error)
+            _refused[asyncio.current_task()] = refused.error
             if isinstance(refused.error, UnauthorizedError):
                 refusals.refused(websocket.client.host if websocket.client else "(unknown address)")
             reply = error_reply(refused.error, openai=True)

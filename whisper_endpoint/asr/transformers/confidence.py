@@ -15,21 +15,16 @@ segment longer than 30 s (``return_timestamps: none`` on long audio) gets no sco
 from __future__ import annotations
 
 import math
-import zlib
 from dataclasses import replace
 
 import numpy as np
 
+from whisper_endpoint.asr.long_form.failed_windows import compression_ratio
 from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Word
 
 WINDOW_S = 30.0
 LEAD_S = 0.5  # the window starts a little before its first segment (segment starts are approximate)
 
-
-def compression_ratio(text: str) -> float:
-    """Whisper's repetition measure: the text's UTF-8 length over its zlib-compressed length."""
-    data = text.encode("utf-8")
-    return len(data) / len(zlib.compress(data)) if data else 0.0
 
 
 def scored(backend, samples: np.ndarray, segments: list[Segment], generate_kwargs: dict,
