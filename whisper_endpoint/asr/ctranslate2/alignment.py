@@ -49,11 +49,12 @@ class _Call(NamedTuple):
 
 
 class _Frames(NamedTuple):
-    """One window's encoder output, its frames of audio and its start (seconds)."""
+    """One window's encoder output, its frames of audio, its start (seconds) and its text tokens."""
 
     encoded: np.ndarray
     frames: int
     offset: float
+    tokens: list[int]
 
 
 class WindowByWindowAlignment:
@@ -116,13 +117,13 @@ class WindowByWindowAlignment:
             rows = _first_rows(tokenizer, tokens, prepend_punctuations, append_punctuations)
             if words and len(rows) == len(words):  # else the words are not faster-whisper's split: leave them
                 offset = window[0]["seek"] / self.frames_per_second
-                self._start_at_onsets(words, rows, tokenizer, tokens, _Frames(encoded[index], count, offset))
+                self._start_at_onsets(words, rows, tokenizer, _Frames(encoded[index], count, offset, tokens))
         return last
 
-    def _start_at_onsets(self, words, rows, tokenizer, tokens, window: _Frames):
+    def _start_at_onsets(self, words, rows, tokenizer, window: _Frames):
         """Each word's start (in place) to its onset, and the word before it ends there; the window's
         last word keeps its end."""
-        encoded, frames, offset = window
+        encoded, frames, offset, tokens = window
         sequence = [*tokenizer.sot_sequence, tokenizer.no_timestamps, *tokens, tokenizer.eot]
         # Row r predicts text token r (the first row is <|notimestamps|>'s); frames past the audio are padding.
         attention = self.onsets(encoded, sequence)[len(tokenizer.sot_sequence):, : frames // 2]
