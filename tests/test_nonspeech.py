@@ -88,3 +88,24 @@ def test_only_what_lies_over_the_speech_is_kept():
     words = (Word(0.0, 2.0, " you"), Word(5.2, 5.6, " Please"), Word(5.6, 6.0, " hold."))
     joined = over_speech(Segment(0.0, 6.0, " you Please hold.", words), speech)
     assert (joined.start, joined.end, joined.text, joined.words) == (5.2, 6.0, " Please hold.", words[1:])
+
+
+@pytest.mark.parametrize("parameters", [
+    {"vad_filter": True},  # one window: the speech check, then faster-whisper's own vad_filter
+    {"chunk_length_s": 15},  # windows: the speech check, then the long-form windows' spans
+])
+def test_the_vad_hears_a_request_once(tiny_handler, monkeypatch, parameters):
+    from faster_whisper.vad import SileroVADModel
+
+    from support.audio import decode_reference
+    from support.paths import AUDIO
+
+    heard, call = [], SileroVADModel.__call__
+    monkeypatch.setattr(SileroVADModel, "__call__", lambda self, audio, *args, **kwargs: (
+        heard.append(len(audio)), call(self, audio, *args, **kwargs))[1])
+    samples = decode_reference(AUDIO / "dialogues" / "flite_meeting.flac")[: 25 * 16000]
+    result = tiny_handler({"inputs": _array(samples), "parameters": {
+        "return_timestamps": "none", "beam_size": 1, **parameters}})
+    assert result["text"].strip()
+    assert result["decoding"]["mode"] == ("batched" if "chunk_length_s" in parameters else "sequential")
+    assert len(heard) == 1, (heard, result["decoding"])

@@ -20,6 +20,7 @@ class RequestState:
     counter: Any = None  # the request's encoder windows and their bound (cost.WindowCounter)
     encoder_outputs: dict | None = None  # CTranslate2: outputs kept from detection (ctranslate2/encoder_cache.py)
     windows: Any = None  # transformers: the windows its pipeline reports (transformers/transformers_backend.py)
+    vad_probabilities: dict | None = None  # the VAD's, per audio it heard (speech.py: ``heard_once``)
 
 
 _current = contextvars.ContextVar("asr_request_state", default=None)

@@ -5,14 +5,24 @@ Whisper invents text over audio without speech ("you" over 30 s of digital silen
 noise): the request flow asks here whether there is speech at all, and which decoded segments lie over
 some (pipeline/asr_step.py); the backends detect the language on the speech it finds, not on the audio
 around it.
+
+Within a request the VAD hears its audio once (``heard_once``): the speech check, the long-form
+windows, faster-whisper's own ``vad_filter`` and a failed window's pauses all ask about the same
+samples, each with its own options; the Silero model's probabilities are computed once and each asks
+its own question of them.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
 
+from whisper_endpoint.asr import request_state
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 LANGUAGE_WINDOW_S = 30.0  # Whisper's window: what language detection looks at
@@ -70,3 +80,47 @@ def restored_times(segments: list, spans: list[dict]) -> list:
     from faster_whisper.transcribe import restore_speech_timestamps
 
     return list(restore_speech_timestamps(segments, spans, SAMPLE_RATE))
+
+
+@contextmanager
+def heard_once() -> Iterator[None]:
+    """The block (a request's ASR, on its thread) in which the VAD's probabilities over the same audio are
+    computed once; they are dropped when it ends."""
+    _hear_once()
+    with request_state.opened(vad_probabilities={}):
+        yield
+
+
+class _HeardOnce:
+    """faster-whisper's Silero model, its probabilities over one audio kept in the request's state while
+    ``heard_once`` is open (every other call is the model's own)."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, audio: np.ndarray, *args, **kwargs):
+        state = request_state.current()
+        kept = None if state is None else state.vad_probabilities
+        if kept is None or args or kwargs:
+            return self.model(audio, *args, **kwargs)
+        key = (len(audio), hashlib.blake2b(np.ascontiguousarray(audio).tobytes(), digest_size=16).digest())
+        if key not in kept:
+            kept[key] = self.model(audio)
+        return kept[key]
+
+
+def _hear_once() -> None:
+    """faster-whisper's ``get_speech_timestamps`` (ours and its ``vad_filter``) reaches the model through
+    ``faster_whisper.vad.get_vad_model``: that one is made to give the model that keeps its probabilities."""
+    from faster_whisper import vad
+
+    if getattr(vad.get_vad_model, "heard_once", False):
+        return
+    original = vad.get_vad_model
+
+    @functools.lru_cache
+    def get_vad_model():
+        return _HeardOnce(original())
+
+    get_vad_model.heard_once = True
+    vad.get_vad_model = get_vad_model

@@ -24,6 +24,7 @@ from functools import partial
 
 from whisper_endpoint.asr.decoding_options import keep
 from whisper_endpoint.asr.speech import Speech, find_speech
+from whisper_endpoint.asr.speech import heard_once as speech_heard_once
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.types import Segment, Transcript
 
@@ -34,7 +35,13 @@ NO_SPEECH_WARNING = "no speech found: the voice activity detector heard none, so
 
 
 def transcribe_speech(asr, samples, config: InferenceConfig, context=None) -> Transcript:
-    """``asr.transcribe(samples, config, context)`` without what it decoded over non-speech."""
+    """``asr.transcribe(samples, config, context)`` without what it decoded over non-speech; the VAD hears
+    the samples once for all the steps that ask about them (asr/speech.py)."""
+    with speech_heard_once():
+        return _transcribe_speech(asr, samples, config, context)
+
+
+def _transcribe_speech(asr, samples, config: InferenceConfig, context=None) -> Transcript:
     if not config.drop_non_speech:
         return asr.transcribe(samples, config, context)
     speech = find_speech(samples)
