@@ -82,12 +82,12 @@ def test_silence_gives_no_speakers_and_no_error(diarizing):
 def test_segments_without_word_times_are_labelled_whole_and_said(diarizing):
     from whisper_endpoint.audio.decode import decode_file
     from whisper_endpoint.core.config import InferenceConfig
-    from whisper_endpoint.speakers import labels as speaker_labels
+    from whisper_endpoint.speakers import step as speaker_step
 
     samples = decode_file(read_clip("asterisk_vm-next.flac"), max_seconds=60).samples
     config = InferenceConfig(return_timestamps="segment")
     transcript = diarizing.asr.transcribe(samples, config)  # segment times only: no words came with them
-    speakers = speaker_labels.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000)
+    speakers = speaker_step.label_speakers(diarizing.diarizer, samples, transcript, config, len(samples) / 16000)
     assert " ".join(run["text"] for run in speakers.runs).split() == transcript.text.split()
     assert "1 of 1 segments came without word times" in " ".join(speakers.warnings)
 

@@ -25,7 +25,7 @@ from whisper_endpoint import formats
 from whisper_endpoint.audio.decode import decode_file
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.errors import ModelLoadError
-from whisper_endpoint.speakers import labels as speaker_labels
+from whisper_endpoint.speakers import step as speaker_step
 from whisper_endpoint.speakers.names import MATCH_THRESHOLD, match
 
 AUDIO = Path(__file__).resolve().parents[1] / "audio"
@@ -87,7 +87,7 @@ def named_handler(diarizing_handler, settings_factory, fish, tmp_path_factory):
         (folder / "big_fish" / f"clip{index}.flac").write_bytes(_flac(clip))
     handler = copy.copy(diarizing_handler)  # the same loaded models
     handler.speakers = copy.copy(handler.speakers)
-    handler.speakers.voices = speaker_labels.load_voices(settings_factory(speakers_dir=folder), handler.diarizer)
+    handler.speakers.voices = speaker_step.load_voices(settings_factory(speakers_dir=folder), handler.diarizer)
     return handler
 
 
@@ -131,7 +131,7 @@ def test_request_and_speakers_dir_names_reach_every_format_with_embeddings(named
 
 def test_a_request_name_wins_over_the_same_name_in_speakers_dir(named_handler, fish):
     config = InferenceConfig(known_speakers=[{"name": "big_fish", "audio": _b64(fish["small_fish"][0])}])
-    voices = speaker_labels.request_voices(named_handler.diarizer, config, named_handler.speakers.voices)
+    voices = speaker_step.request_voices(named_handler.diarizer, config, named_handler.speakers.voices)
     small = named_handler.diarizer.embed_voice(fish["small_fish"][0])
     assert voices["big_fish"] @ small / np.linalg.norm(small) > 0.99
     assert named_handler.speakers.voices["big_fish"] @ voices["big_fish"] < 0.99
@@ -186,15 +186,15 @@ def test_known_speakers_without_diarization_is_refused(named_handler, tiny_handl
 def test_speakers_dir_problems_stop_the_start_naming_the_path(named_handler, settings_factory, tmp_path):
     (tmp_path / "ann").mkdir()
     with pytest.raises(ModelLoadError, match=f"SPEAKERS_DIR={tmp_path} needs diarization"):
-        speaker_labels.load_voices(settings_factory(speakers_dir=tmp_path), None)
+        speaker_step.load_voices(settings_factory(speakers_dir=tmp_path), None)
     cases = [(tmp_path / "missing", "is not a readable directory"), (tmp_path, "holds no clips")]
     for path, fragment in cases:
         with pytest.raises(ModelLoadError, match=fragment) as info:
-            speaker_labels.load_voices(settings_factory(speakers_dir=path), named_handler.diarizer)
+            speaker_step.load_voices(settings_factory(speakers_dir=path), named_handler.diarizer)
         assert str(path) in str(info.value)
     (tmp_path / "ann" / "notes.txt").write_text("not audio")
     with pytest.raises(ModelLoadError, match=str(tmp_path / "ann" / "notes.txt")):
-        speaker_labels.load_voices(settings_factory(speakers_dir=tmp_path), named_handler.diarizer)
+        speaker_step.load_voices(settings_factory(speakers_dir=tmp_path), named_handler.diarizer)
 
 
 @pytest.fixture(scope="module")

@@ -142,7 +142,7 @@ def test_enrolled_voices_are_named_in_requests_and_jobs_across_a_restart(diarizi
 
 
 def test_a_request_name_wins_over_the_library_and_speaker_library_false_drops_it(tmp_path):
-    from whisper_endpoint.speakers import labels as speaker_labels
+    from whisper_endpoint.speakers import step as speaker_step
     from whisper_endpoint.core.config import InferenceConfig
 
     library = VoiceLibrary(tmp_path / "s.sqlite", "m", max_speakers=4, seeds={"Dir": _vector(0)})
@@ -155,7 +155,7 @@ def test_a_request_name_wins_over_the_library_and_speaker_library_false_drops_it
             return _vector(3)
 
     def voices(**parameters):
-        return speaker_labels.request_voices(Diarizer(), InferenceConfig(**parameters), {"Old": _vector(4)}, library)
+        return speaker_step.request_voices(Diarizer(), InferenceConfig(**parameters), {"Old": _vector(4)}, library)
 
     unit = lambda v: v / np.linalg.norm(v)  # noqa: E731
     assert set(voices()) == {"Dir", "Ann", "Bob"}  # the library, SPEAKERS_DIR's seed among them

@@ -15,8 +15,7 @@ from whisper_endpoint.core.decode_context import Block, DecodeContext
 from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, SpeakerTurn, Transcript, clock
 from whisper_endpoint.diarization.base import COUNT_UNCERTAIN, Diarization
 from whisper_endpoint.pipeline import asr_step, languages
-from whisper_endpoint.speakers import labels
-from whisper_endpoint.speakers.step import RequestSpeakers
+from whisper_endpoint.speakers.step import RequestSpeakers, no_speakers
 
 WINDOW_S = 30.0  # the ASR's window: the first block's guess of the windows to come
 # What the backends count in ``Transcript.decoding``: the recording's count is the blocks' sum.
@@ -65,7 +64,7 @@ def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig,
     if not speakers.diarized:
         return transcript, None
     if all(result.diarization is None for result in results):
-        return transcript, labels.no_speakers(config)
+        return transcript, no_speakers(config)
     diarization = _linked(results, config)
     duration = len(samples) / SAMPLE_RATE
     return transcript, speakers.label(transcript, diarization, np.zeros(0, np.float32), duration, config, context)

@@ -1,6 +1,6 @@
 """A request's diarization on a thread of its own while the ASR decodes the same audio.
 
-The diarizer needs the samples, not the transcript (labels.py merges the two afterwards), so both can
+The diarizer needs the samples, not the transcript (step.py merges the two afterwards), so both can
 run at once. The ASR's decode does not fill the cores (on the 2-core machine CTranslate2 on its default
 threads used about one core's CPU for the bench's 5 min), and the diarizer runs on few threads
 (core/threads.py), so a diarized request then takes about the longer of the two instead of their
@@ -32,7 +32,7 @@ from contextlib import contextmanager
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.threads import cores
 from whisper_endpoint.core.types import SAMPLE_RATE
-from whisper_endpoint.speakers import labels
+from whisper_endpoint.diarization.base import Diarization
 
 
 class _Abandoned(Exception):
@@ -42,6 +42,12 @@ class _Abandoned(Exception):
 def overlaps(diarizer) -> bool:
     """Whether a core is left for the ASR beside the diarizer's threads."""
     return cores() > diarizer.threads
+
+
+def diarize(diarizer, samples, config, stop=None) -> Diarization:
+    """The diarizer on these samples with the request's speaker counts (``stop``: Diarizer.diarize's)."""
+    return diarizer.diarize(samples, num_speakers=config.num_speakers, min_speakers=config.min_speakers,
+                            max_speakers=config.max_speakers, stop=stop)
 
 
 @functools.cache
@@ -63,7 +69,7 @@ def diarizing(diarizer, samples, config, context: DecodeContext, *,
             raise _Abandoned
         context.check()
 
-    run = functools.partial(labels.diarize, diarizer, samples, config, stop=stop)
+    run = functools.partial(diarize, diarizer, samples, config, stop=stop)
     if len(samples) > longest_s * SAMPLE_RATE or not overlaps(diarizer):
         yield run
         return
