@@ -26,13 +26,14 @@ from whisper_endpoint.core import heap
 from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.threads import diarization_threads
-from whisper_endpoint.core.types import ChannelResult, Speakers, Transcript
+from whisper_endpoint.core.types import ChannelResult
 from whisper_endpoint.multichannel import channels
 from whisper_endpoint.multichannel.merge import merge_channels
-from whisper_endpoint.pipeline import asr_step, render
+from whisper_endpoint.pipeline import render
 from whisper_endpoint.pipeline.request import ParsedRequest, parse_request
 from whisper_endpoint.pipeline.span_voices import SpanVoices
-from whisper_endpoint.speakers.step import RequestSpeakers, SpeakerStep
+from whisper_endpoint.pipeline.transcribe import AsrWithSpeakers
+from whisper_endpoint.speakers.step import SpeakerStep
 
 logger = logging.getLogger(__name__)
 
@@ -80,27 +81,30 @@ class EndpointHandler:
 
     def _run(self, request: ParsedRequest, context: DecodeContext) -> dict:
         config = request.config
-        speakers = self.speakers.request(config, request.warnings, context.tenant)  # clips checked before the ASR
+        speakers = self.speakers.request(config, request.warnings, context.tenant,  # clips checked before the ASR
+                                         keep_voices=context.speaker_voices is not None)
         context.check()  # e.g. a deadline passed while the audio was decoded
+        steps = AsrWithSpeakers(self.asr, speakers)
         if config.multichannel:  # each channel on its own, one speaker per channel
-            return self._channels(request, context, speakers)
+            return self._channels(request, context, steps)
         samples = request.audio.samples
         spans = plan.blocks(samples, self.settings.block_seconds)
         if len(spans) > 1:
-            transcript, found = runner.transcribe(self.asr, speakers, samples, config, context, spans)
+            found = runner.transcribe(steps, samples, config, context, spans)
         else:  # one block: decoded whole (in memory, also when its decoded length just passed the spool's)
             samples = samples[:] if isinstance(samples, SpooledSamples) else samples
-            transcript, found = self._transcribe(samples, config, speakers, context)
+            found = steps.transcribe(samples, config, context)
+        _kept(context, found.voices)
         return render.response(
-            transcript,
+            found.transcript,
             timestamps=config.return_timestamps,
             duration=request.audio.duration,
             confidence=config.return_confidence,
-            speakers=found,
+            speakers=found.speakers,
             warnings=request.warnings,
         )
 
-    def _channels(self, request: ParsedRequest, context: DecodeContext, speakers: RequestSpeakers) -> dict:
+    def _channels(self, request: ParsedRequest, context: DecodeContext, steps: AsrWithSpeakers) -> dict:
         config = request.config
         context = context.narrowed(in_order=False)  # the channels' windows one channel after another
         channel_config = channels.channel_config(config)
@@ -109,17 +113,16 @@ class EndpointHandler:
             if channel.samples is None:  # silent: no words, and no chance for Whisper to make some up
                 results.append(ChannelResult(channel.index, channel.name, None))
                 continue
-            transcript, found = self._transcribe(channel.samples, channel_config, speakers, context)
-            results.append(ChannelResult(channel.index, channel.name, transcript, found))
+            found = steps.transcribe(channel.samples, channel_config, context)
+            _kept(context, found.voices)
+            results.append(ChannelResult(channel.index, channel.name, found.transcript, found.speakers))
         duration = request.audio.duration
         merged = merge_channels(results, duration=duration, with_words=config.return_speaker_words,
                                 turns=config.return_speaker_turns)
         return render.channels_response(merged, timestamps=config.return_timestamps, duration=duration,
                                         confidence=config.return_confidence, warnings=request.warnings)
 
-    def _transcribe(self, samples, config, speakers: RequestSpeakers,
-                    context: DecodeContext) -> tuple[Transcript, Speakers | None]:
-        """One mono signal: the transcript, and its speakers when diarized (the diarization runs during the ASR)."""
-        with speakers.alongside(samples, config, context, found_no_speech=asr_step.found_none) as finish:
-            transcript = asr_step.transcribe_speech(self.asr, samples, speakers.asr_config(config), context)
-            return transcript, finish(transcript)
+
+def _kept(context: DecodeContext, voices: dict) -> None:
+    if context.speaker_voices is not None:
+        context.speaker_voices.update(voices)
