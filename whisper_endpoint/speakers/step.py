@@ -125,7 +125,8 @@ class RequestSpeakers:
         return config.model_copy(update={"return_timestamps": "word"}) if self.diarized else config
 
     @contextmanager
-    def alongside(self, samples, config: InferenceConfig, context: DecodeContext) -> Iterator[Callable[[], Diarization]]:
+    def alongside(self, samples, config: InferenceConfig,
+                  context: DecodeContext) -> Iterator[Callable[[], Diarization]]:
         """The block a diarized request's ASR of ``samples`` runs in, the diarization (``config``'s speaker
         counts) beside it; yields the function that waits for the rest of the diarization. Leaving the block
         without calling it (the ASR failed, stopped or found no speech) stops the diarization."""
