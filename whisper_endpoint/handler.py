@@ -2,14 +2,15 @@
 
 ``handler.run(data, context)`` is the same with a ``DecodeContext`` (core/decode_context.py): the
 server and the job worker use it for progress, deadlines and cancellation; ``handler(data)`` is what
-the platforms call.
+the platforms call. Both return a ``Response``: the JSON response (a dict) with, beside it, the voices
+the request's speakers were found with, when the context keeps them (a job's, to enrol from later).
 
 The request flow is one straight line: parse -> speaker step (what the request asks of the speakers)
--> ASR step, with the diarization alongside it -> the speakers of the words -> render; a multichannel
-request splits the channels, runs the same steps once per channel and merges them (``multichannel/``)
-before rendering; a long recording runs the same steps once per block and links the blocks' speakers
-(``blocks/``). The repository's root ``handler.py`` (what Inference Endpoints imports) re-exports
-this class.
+-> ASR step, with the diarization alongside it -> the speakers of the words -> render, the two steps run
+together by pipeline/transcribe.py; a multichannel request splits the channels, runs the same steps once
+per channel and merges them (``multichannel/``) before rendering; a long recording runs the same steps
+once per block and links the blocks' speakers (``blocks/``). The repository's root ``handler.py`` (what
+Inference Endpoints imports) re-exports this class.
 """
 
 from __future__ import annotations
@@ -26,15 +27,26 @@ from whisper_endpoint.core import heap
 from whisper_endpoint.core.config import ModelSettings
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.threads import diarization_threads
-from whisper_endpoint.core.types import ChannelResult, Speakers, Transcript
+from whisper_endpoint.core.types import ChannelResult
 from whisper_endpoint.multichannel import channels
 from whisper_endpoint.multichannel.merge import merge_channels
-from whisper_endpoint.pipeline import asr_step, render
+from whisper_endpoint.pipeline import render
 from whisper_endpoint.pipeline.request import ParsedRequest, parse_request
 from whisper_endpoint.pipeline.span_voices import SpanVoices
-from whisper_endpoint.speakers.step import RequestSpeakers, SpeakerStep
+from whisper_endpoint.pipeline.transcribe import AsrWithSpeakers
+from whisper_endpoint.speakers.step import SpeakerStep
 
 logger = logging.getLogger(__name__)
+
+
+class Response(dict):
+    """The JSON response (this dict, to everything that reads it) and, beside it, ``voices``: the voices the
+    request's speakers were found with (label in the response -> centroid), when its context keeps them
+    (``DecodeContext.keep_voices``: a job, whose speakers can be enrolled later); never part of the JSON."""
+
+    def __init__(self, body: dict, voices: dict | None = None):
+        super().__init__(body)
+        self.voices = voices or {}
 
 
 class EndpointHandler:
@@ -65,10 +77,10 @@ class EndpointHandler:
         handler.speakers = self.speakers.with_library(library)
         return handler
 
-    def __call__(self, data: dict) -> dict:
+    def __call__(self, data: dict) -> Response:
         return self.run(data)
 
-    def run(self, data: dict, context: DecodeContext | None = None) -> dict:
+    def run(self, data: dict, context: DecodeContext | None = None) -> Response:
         context = context or DecodeContext()
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds,
                                 spool_over_s=plan.spool_over_s(self.settings.block_seconds))
@@ -78,48 +90,45 @@ class EndpointHandler:
             if isinstance(request.audio.samples, SpooledSamples):
                 request.audio.samples.close()
 
-    def _run(self, request: ParsedRequest, context: DecodeContext) -> dict:
+    def _run(self, request: ParsedRequest, context: DecodeContext) -> Response:
         config = request.config
-        speakers = self.speakers.request(config, request.warnings, context.tenant)  # clips checked before the ASR
+        speakers = self.speakers.request(config, request.warnings, context.tenant,  # clips checked before the ASR
+                                         keep_voices=context.keep_voices)
         context.check()  # e.g. a deadline passed while the audio was decoded
+        steps = AsrWithSpeakers(self.asr, speakers)
         if config.multichannel:  # each channel on its own, one speaker per channel
-            return self._channels(request, context, speakers)
+            return self._channels(request, context, steps)
         samples = request.audio.samples
         spans = plan.blocks(samples, self.settings.block_seconds)
         if len(spans) > 1:
-            transcript, found = runner.transcribe(self.asr, speakers, samples, config, context, spans)
+            found = runner.transcribe(steps, samples, config, context, spans)
         else:  # one block: decoded whole (in memory, also when its decoded length just passed the spool's)
             samples = samples[:] if isinstance(samples, SpooledSamples) else samples
-            transcript, found = self._transcribe(samples, config, speakers, context)
-        return render.response(
-            transcript,
+            found = steps.transcribe(samples, config, context)
+        return Response(render.response(
+            found.transcript,
             timestamps=config.return_timestamps,
             duration=request.audio.duration,
             confidence=config.return_confidence,
-            speakers=found,
+            speakers=found.speakers,
             warnings=request.warnings,
-        )
+        ), found.voices)
 
-    def _channels(self, request: ParsedRequest, context: DecodeContext, speakers: RequestSpeakers) -> dict:
+    def _channels(self, request: ParsedRequest, context: DecodeContext, steps: AsrWithSpeakers) -> Response:
         config = request.config
         context = context.narrowed(in_order=False)  # the channels' windows one channel after another
         channel_config = channels.channel_config(config)
-        results = []
+        results, voices = [], {}
         for channel in channels.split_channels(request.audio, config, request.warnings):
             if channel.samples is None:  # silent: no words, and no chance for Whisper to make some up
                 results.append(ChannelResult(channel.index, channel.name, None))
                 continue
-            transcript, found = self._transcribe(channel.samples, channel_config, speakers, context)
-            results.append(ChannelResult(channel.index, channel.name, transcript, found))
+            found = steps.transcribe(channel.samples, channel_config, context)
+            voices.update(found.voices)  # under each channel's own labels: a later channel's SPEAKER_00 wins
+            results.append(ChannelResult(channel.index, channel.name, found.transcript, found.speakers))
         duration = request.audio.duration
         merged = merge_channels(results, duration=duration, with_words=config.return_speaker_words,
                                 turns=config.return_speaker_turns)
-        return render.channels_response(merged, timestamps=config.return_timestamps, duration=duration,
-                                        confidence=config.return_confidence, warnings=request.warnings)
-
-    def _transcribe(self, samples, config, speakers: RequestSpeakers,
-                    context: DecodeContext) -> tuple[Transcript, Speakers | None]:
-        """One mono signal: the transcript, and its speakers when diarized (the diarization runs during the ASR)."""
-        with speakers.alongside(samples, config, context, found_no_speech=asr_step.found_none) as finish:
-            transcript = asr_step.transcribe_speech(self.asr, samples, speakers.asr_config(config), context)
-            return transcript, finish(transcript)
+        return Response(render.channels_response(merged, timestamps=config.return_timestamps, duration=duration,
+                                                 confidence=config.return_confidence, warnings=request.warnings),
+                        voices)

@@ -12,10 +12,11 @@ from whisper_endpoint.blocks import linking, saved
 from whisper_endpoint.blocks.saved import BlockResult
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import Block, DecodeContext
-from whisper_endpoint.core.types import SAMPLE_RATE, Speakers, SpeakerTurn, Transcript, clock
+from whisper_endpoint.core.types import SAMPLE_RATE, SpeakerTurn, Transcript, clock
 from whisper_endpoint.diarization.base import COUNT_UNCERTAIN, Diarization
 from whisper_endpoint.pipeline import asr_step, languages
-from whisper_endpoint.speakers.step import RequestSpeakers, no_speakers
+from whisper_endpoint.pipeline.transcribe import AsrWithSpeakers, Transcribed
+from whisper_endpoint.speakers.step import Heard
 
 WINDOW_S = 30.0  # the ASR's window: the first block's guess of the windows to come
 # What the backends count in ``Transcript.decoding``: the recording's count is the blocks' sum.
@@ -23,13 +24,16 @@ COUNTERS = ("non_speech_words_dropped", "remainders_decoded_again", "windows_dec
             "encoder_windows", "confidence_windows")
 
 
-def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig, context: DecodeContext,
-               spans: list[tuple[int, int]]) -> tuple[Transcript, Speakers | None]:
-    """``samples`` (an array or ``SpooledSamples``) in the blocks ``spans``: the transcript and its speakers."""
+def transcribe(steps: AsrWithSpeakers, samples, config: InferenceConfig, context: DecodeContext,
+               spans: list[tuple[int, int]]) -> Transcribed:
+    """``samples`` (an array or ``SpooledSamples``) in the blocks ``spans``: the transcript, its speakers and
+    the voices found."""
     parameters = config.model_dump(mode="json")
     checkpoints = context.checkpoints
     # What decodes the blocks, in each kept block's key (a request whose blocks no one keeps needs none).
-    work = saved.work(asr, speakers.step.diarizer if speakers.diarized else None) if checkpoints is not None else {}
+    speakers = steps.speakers
+    diarizer = speakers.step.diarizer if speakers.diarized else None
+    work = saved.work(steps.asr, diarizer) if checkpoints is not None else {}
     results: list[BlockResult] = []
     not_taken: dict[str, int] = {}  # why kept blocks were decoded again -> how many
     windows, segments = 0, ()
@@ -46,7 +50,7 @@ def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig,
                 why = saved.why_not_taken(kept, key)
                 not_taken[why] = not_taken.get(why, 0) + 1
         if body is None:
-            body = saved.dumped(_decoded(asr, speakers, piece, start, stop, config, context.in_block(block)))
+            body = saved.dumped(_decoded(steps, piece, (start, stop), config, context.in_block(block)))
             if checkpoints is not None:
                 checkpoints.save(index, key, body)
         del piece  # one block's samples in memory at a time
@@ -61,13 +65,10 @@ def transcribe(asr, speakers: RequestSpeakers, samples, config: InferenceConfig,
     redone = [f"{count} kept block{'s were' if count > 1 else ' was'} decoded again: "
               f"{'they were' if count > 1 else 'it was'} {why}" for why, count in not_taken.items()]
     transcript = replace(transcript, warnings=[*redone, *transcript.warnings])
-    if not speakers.diarized:
-        return transcript, None
-    if all(result.diarization is None for result in results):
-        return transcript, no_speakers(config)
-    diarization = _linked(results, config)
-    duration = len(samples) / SAMPLE_RATE
-    return transcript, speakers.label(transcript, diarization, np.zeros(0, np.float32), duration, config, context)
+    diarized = speakers.diarized and any(result.diarization is not None for result in results)
+    linked = _linked(results, config) if diarized else None  # None: not diarized, or no speech
+    return steps.label(Heard(np.zeros(0, np.float32), transcript, linked, len(samples) / SAMPLE_RATE), config,
+                       context)
 
 
 def _other_key(checkpoints, index: int, key: str) -> str | None:
@@ -77,19 +78,19 @@ def _other_key(checkpoints, index: int, key: str) -> str | None:
     return other_key(index, key) if other_key is not None else None
 
 
-def _decoded(asr, speakers: RequestSpeakers, piece: np.ndarray, start: int, stop: int, config: InferenceConfig,
+def _decoded(steps: AsrWithSpeakers, piece: np.ndarray, span: tuple[int, int], config: InferenceConfig,
              context: DecodeContext) -> BlockResult:
-    """One block (``piece``: its samples) through the ASR with its diarization alongside; times in the
-    recording's."""
-    with speakers.diarizing(piece, _block_counts(config), context, found_no_speech=asr_step.found_none) as diarized:
-        transcript = asr_step.transcribe_speech(asr, piece, speakers.asr_config(config), context)
-        found = diarized(transcript)
+    """One block (``piece``: its samples, ``span`` their place) through the ASR with its diarization
+    alongside; times in the recording's."""
+    heard = steps.heard(piece, _block_counts(config), context)
+    transcript, found = heard.transcript, heard.diarization
+    start, stop = span
     offset = start / SAMPLE_RATE
     voices = {}
     if found is not None:
         spoken = _seconds(found.exclusive)
         voices = {label: (np.asarray(vector, dtype=np.float64), spoken.get(label, 0.0))
-                  for label, vector in speakers.voices_of(found, piece).items()}
+                  for label, vector in steps.speakers.voices_of(found, piece).items()}
         found = Diarization(turns=_later(found.turns, offset), exclusive=_later(found.exclusive, offset),
                             warnings=found.warnings)
     block = context.block

@@ -111,17 +111,17 @@ class DecodeContext:
     get no segments. ``keep``: what the listeners may see of the segments decoded so far, the response's
     own filter (the words over non-speech that pipeline/asr_step.py drops), so that streamed text is never
     text the response drops. A step of the request that needs either asks for a ``narrowed`` view.
-    ``speaker_voices``: a dict the diarization step fills with each speaker's voice (label -> centroid),
-    when the caller keeps them (a job, so that a speaker can be enrolled from its result); None: not kept."""
+    ``keep_voices``: the caller keeps the voices the request's speakers were found with (a job, so that a
+    speaker can be enrolled from its result): the handler returns them beside its response."""
 
     def __init__(self, *, timeout_s: float | None = None, timeout_setting: str = "",
                  listeners: tuple[Listener, ...] = (), in_order: bool = True,
-                 keep: Callable[[tuple], tuple] | None = None, speaker_voices: dict | None = None,
+                 keep: Callable[[tuple], tuple] | None = None, keep_voices: bool = False,
                  checkpoints: Checkpoints | None = None, request_id: str | None = None, tenant: str = DEFAULT):
         self.started = time.monotonic()
         self.request_id = request_id or uuid.uuid4().hex[:12]
         self.tenant = tenant  # whose library voices name the speakers (core/tenants.py)
-        self.speaker_voices = speaker_voices
+        self.keep_voices = keep_voices
         self.checkpoints = checkpoints
         self.block: Block | None = None
         self.timeout_s, self.timeout_setting = timeout_s, timeout_setting

@@ -204,9 +204,9 @@ class Jobs:
 
     async def _decode(self, job: Job) -> None:
         library = getattr(self.service, "library", None)
-        context = DecodeContext(  # the speakers' voices, filled by the diarization: to enrol from the result
+        context = DecodeContext(  # the speakers' voices come back with the result: to enrol from it
             timeout_s=self.settings.timeout_s or None, timeout_setting="JOBS_TIMEOUT_S",
-            speaker_voices={} if library is not None else None,
+            keep_voices=library is not None,
             checkpoints=KeptBlocks(self.store, job.id, self.owner),  # a long recording's blocks: resumable
             request_id=job.id, tenant=job.tenant,
         )
@@ -228,9 +228,10 @@ class Jobs:
             await anyio.to_thread.run_sync(self.store.requeue, job.id, self.owner)
             return
         status, body = outcome
-        if status == "succeeded" and context.speaker_voices:  # kept before the result shows: enrolling can follow
+        voices = getattr(body, "voices", None)  # the handler's Response: the voices its speakers were found with
+        if status == "succeeded" and voices:  # kept before the result shows: enrolling can follow
             await anyio.to_thread.run_sync(lambda: library.keep_job_voices(
-                job.id, context.speaker_voices, older_than_s=self.settings.ttl_s))
+                job.id, voices, older_than_s=self.settings.ttl_s))
         finish = self.store.succeed if status == "succeeded" else self.store.fail
         if await anyio.to_thread.run_sync(finish, job.id, body, self.owner):
             await self._finished(job.id)

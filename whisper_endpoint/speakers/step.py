@@ -10,9 +10,10 @@ library) rename the speakers they match (``names.py``) before the merge, so ever
 
 ``SpeakerStep`` holds what every request shares (the diarizer, ``SPEAKERS_DIR``'s voiceprints, the
 speaker library); ``SpeakerStep.request(config, warnings)`` gives one request's ``RequestSpeakers``: the
-voices it names (its clips checked before any decoding), whether it is diarized, and ``alongside``, the
-block the ASR runs in while the diarization runs beside it (``alongside.py``). The handler's flow:
-parse -> ``speakers.request`` -> ASR inside ``alongside`` -> ``finish(transcript)`` -> render.
+voices it names (its clips checked before any decoding), whether it is diarized, ``alongside``, the
+block the ASR runs in while the diarization runs beside it (``alongside.py``), and ``label``: the speakers
+of what the two ``Heard``. pipeline/transcribe.py runs the two steps together; the handler's flow:
+parse -> ``speakers.request`` -> ASR inside ``alongside`` -> ``label`` -> render.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -29,7 +30,6 @@ from whisper_endpoint.core.decode_context import DIARIZING, DecodeContext
 from whisper_endpoint.core.errors import ModelLoadError, UnsupportedOptionError
 from whisper_endpoint.core.tenants import DEFAULT
 from whisper_endpoint.core.types import (
-    SAMPLE_RATE,
     Speakers,
     SpeakerTurn,
     Transcript,
@@ -72,10 +72,12 @@ class SpeakerStep:
         step.library = library
         return step
 
-    def request(self, config: InferenceConfig, warnings: list[str], tenant: str = DEFAULT) -> RequestSpeakers:
+    def request(self, config: InferenceConfig, warnings: list[str], tenant: str = DEFAULT, *,
+                keep_voices: bool = False) -> RequestSpeakers:
         """What ``config`` asks of the speakers, for ``tenant`` (whose library voices name them). Known
         speakers' clips are decoded and embedded here, so a bad clip is refused before any decoding; a
-        speaker option that cannot apply is explained in ``warnings``."""
+        speaker option that cannot apply is explained in ``warnings``. ``keep_voices``: the voices found
+        come back with the speakers (``Labelled.voices``)."""
         voices = request_voices(self.diarizer, config, self.voices, self.library, tenant)
         if config.multichannel:
             wanted = config.diarize_channels and self.diarizer is not None
@@ -84,66 +86,69 @@ class SpeakerStep:
                                 "(DIARIZATION_MODEL is not set); each channel is one speaker")
         else:
             wanted = diarization_wanted(self.diarizer, config, warnings)
-        return RequestSpeakers(self, config, voices, wanted)
+        return RequestSpeakers(self, voices, wanted, keep_voices)
+
+
+@dataclass(frozen=True)
+class Heard:
+    """One signal and what the ASR and the diarization beside it found in it: ``diarization`` None when not
+    diarized or when no speech was found. ``samples`` embed a speaker the diarization gave no centroid (an
+    empty array: none is embedded); ``duration``: the signal's seconds."""
+
+    samples: np.ndarray
+    transcript: Transcript
+    diarization: Diarization | None
+    duration: float
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """The speakers of one signal (None: not diarized) and the voices found: each speaker's centroid under
+    its label in the response, when the request keeps them (else empty)."""
+
+    speakers: Speakers | None
+    voices: Voiceprints = field(default_factory=dict)
 
 
 @dataclass
 class RequestSpeakers:
-    """One request's speaker step: ``diarized`` tells whether its transcripts get speakers."""
+    """One request's speaker step: ``voices`` name its speakers, ``diarized`` tells whether its transcripts
+    get speakers, ``keep_voices`` whether the voices found come back with them (a job's, to enrol from)."""
 
     step: SpeakerStep
-    config: InferenceConfig
     voices: Voiceprints
     diarized: bool
+    keep_voices: bool = False
 
     def asr_config(self, config: InferenceConfig) -> InferenceConfig:
         """``config`` as the ASR needs it: speakers are given word by word (the chunks still come as asked)."""
         return config.model_copy(update={"return_timestamps": "word"}) if self.diarized else config
 
     @contextmanager
-    def alongside(self, samples, config: InferenceConfig, context: DecodeContext, *,
-                  found_no_speech: Callable[[Transcript], bool]) -> Iterator[Callable[[Transcript], Speakers | None]]:
-        """The block the ASR of ``samples`` (with ``config``: a channel's, say) runs in, its diarization
-        beside it; yields ``finish``: transcript -> its speakers (None when not diarized; nobody when the
-        ASR found no speech). Leaving the block without finishing stops the diarization."""
-        with self.diarizing(samples, config, context, found_no_speech=found_no_speech) as diarization:
-
-            def finish(transcript: Transcript) -> Speakers | None:
-                if not self.diarized:
-                    return None
-                found = diarization(transcript)
-                if found is None:  # no speech, no speakers
-                    return no_speakers(config)
-                return self.label(transcript, found, samples, len(samples) / SAMPLE_RATE, config, context)
-
-            yield finish
-
-    @contextmanager
-    def diarizing(self, samples, config: InferenceConfig, context: DecodeContext, *,
-                  found_no_speech: Callable[[Transcript], bool]) -> Iterator[Callable[[Transcript], Diarization | None]]:
-        """As ``alongside``, but ``finish`` gives the diarization itself (None: not diarized, or no speech)."""
-        if not self.diarized:
-            yield lambda transcript: None
-            return
+    def alongside(self, samples, config: InferenceConfig,
+                  context: DecodeContext) -> Iterator[Callable[[], Diarization]]:
+        """The block a diarized request's ASR of ``samples`` runs in, the diarization (``config``'s speaker
+        counts) beside it; yields the function that waits for the rest of the diarization. Leaving the block
+        without calling it (the ASR failed, stopped or found no speech) stops the diarization."""
         step = self.step
         with alongside.diarizing(step.diarizer, samples, config, context, longest_s=step.alongside_s) as diarization:
 
-            def finish(transcript: Transcript) -> Diarization | None:
-                if found_no_speech(transcript):
-                    return None
+            def rest() -> Diarization:
                 context.stage(DIARIZING)  # the rest of the diarization; a stop reaches it at its next step
                 return diarization()
 
-            yield finish
+            yield rest
 
-    def label(self, transcript: Transcript, diarization: Diarization, samples, duration: float,
-              config: InferenceConfig, context: DecodeContext) -> Speakers:
-        """The speakers of ``transcript``'s words from ``diarization`` (names, runs, what ``config`` asks);
-        ``samples`` embed a speaker the diarization gave no centroid (an empty array: none is embedded)."""
-        speakers = label_speakers(self.step.diarizer, samples, transcript, config, duration, self.voices,
-                                  kept=context.speaker_voices, diarization=diarization)
+    def label(self, heard: Heard, config: InferenceConfig, context: DecodeContext) -> Labelled:
+        """The speakers of ``heard``'s words (names, runs, what ``config`` asks): None when the request is not
+        diarized, nobody when no speech was found."""
+        if not self.diarized:
+            return Labelled(None)
+        if heard.diarization is None:  # no speech, no speakers
+            return Labelled(no_speakers(config))
+        labelled = _labelled(self.step.diarizer, heard, config, self.voices, keep=self.keep_voices)
         context.check()
-        return speakers
+        return labelled
 
     def voices_of(self, diarization: Diarization, samples) -> dict:
         """Each speaker's centroid (the pipeline's, else embedded from ``samples``): label -> vector."""
@@ -214,26 +219,28 @@ def diarization_wanted(diarizer, config, warnings: list[str]) -> bool:
     return False
 
 
-def label_speakers(
-    diarizer, samples, transcript: Transcript, config, duration: float, voices: Voiceprints | None = None,
-    kept: dict | None = None, diarization: Diarization | None = None,
-) -> Speakers:
-    """Diarize the audio (unless ``diarization`` is given: the diarizer's output for these samples and
-    ``config``), name the known speakers, and merge: the speakers' runs of words (and their turns, the
-    names matched, their embeddings when asked). ``kept``: filled with each speaker's centroid under its
-    label in the response (a job's voices, to enrol from later)."""
-    if diarization is None:
-        diarization = alongside.diarize(diarizer, samples, config)
+def label_speakers(diarizer, samples, transcript: Transcript, config, duration: float) -> Speakers:
+    """Diarize ``samples`` and give ``transcript``'s words their speakers (no known speakers): the speakers'
+    runs of words, and their turns and embeddings when ``config`` asks."""
+    heard = Heard(samples, transcript, alongside.diarize(diarizer, samples, config), duration)
+    return _labelled(diarizer, heard, config, {}, keep=False).speakers
+
+
+def _labelled(diarizer, heard: Heard, config, voices: Voiceprints, *, keep: bool) -> Labelled:
+    """Name the known speakers (``voices``) of ``heard``'s diarization and merge it with its words: the
+    speakers' runs of words (and their turns, the names matched, their embeddings when asked); with
+    ``keep``, each speaker's centroid under its label in the response."""
+    diarization, transcript, duration = heard.diarization, heard.transcript, heard.duration
     warnings = list(diarization.warnings)  # e.g. pyannote could not reach the requested speaker count
-    named, embeddings = None, None
+    named, embeddings, found = None, None, {}
     turns, exclusive = diarization.turns, diarization.exclusive
-    if voices or config.return_speaker_embeddings or kept is not None:
-        centroids = speaker_names.centroids(diarization.embeddings, exclusive, samples, diarizer.embed_voice)
+    if voices or config.return_speaker_embeddings or keep:
+        centroids = speaker_names.centroids(diarization.embeddings, exclusive, heard.samples, diarizer.embed_voice)
         matches = speaker_names.match(centroids, voices) if voices else []
         turns, exclusive = speaker_names.renamed(turns, matches), speaker_names.renamed(exclusive, matches)
         names = {match.speaker: match.name for match in matches}
-        if kept is not None:
-            kept.update({names.get(label, label): vector for label, vector in centroids.items()})
+        if keep:
+            found = {names.get(label, label): vector for label, vector in centroids.items()}
         if voices:
             named = [vars(match) for match in matches]
         if config.return_speaker_embeddings:
@@ -251,7 +258,7 @@ def label_speakers(
             "overlaps it most; the other segments were labelled word by word"
         )
     listed = [_turn(turn, duration) for turn in turns] if config.return_speaker_turns else None
-    return Speakers(runs, turns=listed, matches=named, embeddings=embeddings, warnings=warnings)
+    return Labelled(Speakers(runs, turns=listed, matches=named, embeddings=embeddings, warnings=warnings), found)
 
 
 def no_speakers(config) -> Speakers:
