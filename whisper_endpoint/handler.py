@@ -1,9 +1,9 @@
 """``EndpointHandler(path)`` loads the models once; ``handler(data)`` runs one request.
 
 ``handler.run(data, context)`` is the same with a ``DecodeContext`` (core/decode_context.py): the
-server and the job worker use it for progress, deadlines and cancellation; ``handler(data)`` is what
-the platforms call. Both return a ``Response``: the JSON response (a dict) with, beside it, the voices
-the request's speakers were found with, when the context keeps them (a job's, to enrol from later).
+server uses it for progress, deadlines and cancellation; ``handler(data)`` is what the platforms call.
+Both return the JSON response (a dict). ``handler.answer(data, context)`` returns it with the voices the
+request's speakers were found with, when the context keeps them (a job's, to enrol from later).
 
 The request flow is one straight line: parse -> speaker step (what the request asks of the speakers)
 -> ASR step, with the diarization alongside it -> the speakers of the words -> render, the two steps run
@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import logging
 import time
+from dataclasses import dataclass, field
 from collections.abc import Callable
 
 from whisper_endpoint.asr import load_asr_backend
@@ -39,14 +40,14 @@ from whisper_endpoint.speakers.step import SpeakerStep
 logger = logging.getLogger(__name__)
 
 
-class Response(dict):
-    """The JSON response (this dict, to everything that reads it) and, beside it, ``voices``: the voices the
-    request's speakers were found with (label in the response -> centroid), when its context keeps them
-    (``DecodeContext.keep_voices``: a job, whose speakers can be enrolled later); never part of the JSON."""
+@dataclass(frozen=True)
+class Answer:
+    """The JSON response, and the voices the request's speakers were found with (label in the response ->
+    centroid), when its context keeps them (``DecodeContext.keep_voices``: a job, whose speakers can be
+    enrolled later; else empty)."""
 
-    def __init__(self, body: dict, voices: dict | None = None):
-        super().__init__(body)
-        self.voices = voices or {}
+    body: dict
+    voices: dict = field(default_factory=dict)
 
 
 class EndpointHandler:
@@ -77,10 +78,13 @@ class EndpointHandler:
         handler.speakers = self.speakers.with_library(library)
         return handler
 
-    def __call__(self, data: dict) -> Response:
+    def __call__(self, data: dict) -> dict:
         return self.run(data)
 
-    def run(self, data: dict, context: DecodeContext | None = None) -> Response:
+    def run(self, data: dict, context: DecodeContext | None = None) -> dict:
+        return self.answer(data, context).body
+
+    def answer(self, data: dict, context: DecodeContext | None = None) -> Answer:
         context = context or DecodeContext()
         request = parse_request(data, max_seconds=self.settings.max_audio_seconds,
                                 spool_over_s=plan.spool_over_s(self.settings.block_seconds))
@@ -90,7 +94,7 @@ class EndpointHandler:
             if isinstance(request.audio.samples, SpooledSamples):
                 request.audio.samples.close()
 
-    def _run(self, request: ParsedRequest, context: DecodeContext) -> Response:
+    def _run(self, request: ParsedRequest, context: DecodeContext) -> Answer:
         config = request.config
         speakers = self.speakers.request(config, request.warnings, context.tenant,  # clips checked before the ASR
                                          keep_voices=context.keep_voices)
@@ -105,7 +109,7 @@ class EndpointHandler:
         else:  # one block: decoded whole (in memory, also when its decoded length just passed the spool's)
             samples = samples[:] if isinstance(samples, SpooledSamples) else samples
             found = steps.transcribe(samples, config, context)
-        return Response(render.response(
+        return Answer(render.response(
             found.transcript,
             timestamps=config.return_timestamps,
             duration=request.audio.duration,
@@ -114,7 +118,7 @@ class EndpointHandler:
             warnings=request.warnings,
         ), found.voices)
 
-    def _channels(self, request: ParsedRequest, context: DecodeContext, steps: AsrWithSpeakers) -> Response:
+    def _channels(self, request: ParsedRequest, context: DecodeContext, steps: AsrWithSpeakers) -> Answer:
         config = request.config
         context = context.narrowed(in_order=False)  # the channels' windows one channel after another
         channel_config = channels.channel_config(config)
@@ -129,6 +133,6 @@ class EndpointHandler:
         duration = request.audio.duration
         merged = merge_channels(results, duration=duration, with_words=config.return_speaker_words,
                                 turns=config.return_speaker_turns)
-        return Response(render.channels_response(merged, timestamps=config.return_timestamps, duration=duration,
+        return Answer(render.channels_response(merged, timestamps=config.return_timestamps, duration=duration,
                                                  confidence=config.return_confidence, warnings=request.warnings),
                         voices)

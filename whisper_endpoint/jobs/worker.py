@@ -227,8 +227,7 @@ class Jobs:
                         context.progress.windows_done)
             await anyio.to_thread.run_sync(self.store.requeue, job.id, self.owner)
             return
-        status, body = outcome
-        voices = getattr(body, "voices", None)  # the handler's Response: the voices its speakers were found with
+        status, body, voices = outcome  # voices: those its speakers were found with
         if status == "succeeded" and voices:  # kept before the result shows: enrolling can follow
             await anyio.to_thread.run_sync(lambda: library.keep_job_voices(
                 job.id, voices, older_than_s=self.settings.ttl_s))
@@ -239,24 +238,25 @@ class Jobs:
             logger.info("job %s: no longer this server's (deleted or taken over), stopped after %d of %s windows; "
                         "its outcome dropped", job.id, context.progress.windows_done, context.progress.windows_total)
 
-    async def _outcome(self, job: Job, context: DecodeContext) -> tuple[str, dict] | None:
-        """("succeeded", result) or ("failed", error); None when the shutdown stopped the decode."""
+    async def _outcome(self, job: Job, context: DecodeContext) -> tuple[str, dict, dict] | None:
+        """("succeeded", result, voices found) or ("failed", error, {}); None when the shutdown stopped the
+        decode."""
         try:  # read (a stored JSON body parsed) on a thread: never on the event loop
             payload = await anyio.to_thread.run_sync(stored.payload, Path(job.input_path), job.media_type,
                                                      job.parameters)
         except OSError:
-            return "failed", UPLOAD_LOST
+            return "failed", UPLOAD_LOST, {}
         try:
-            return "succeeded", await self.service.run_job(payload, context)
+            return "succeeded", *await self.service.run_job(payload, context)
         except DecodeStopped as stopped:
             if stopped.reason == SHUTDOWN:
                 return None
-            return "failed", as_endpoint_error(stopped).to_dict()  # past JOBS_TIMEOUT_S: 504 deadline_exceeded
+            return "failed", as_endpoint_error(stopped).to_dict(), {}  # past JOBS_TIMEOUT_S: 504 deadline_exceeded
         except EndpointError as exc:
-            return "failed", exc.to_dict()
+            return "failed", exc.to_dict(), {}
         except Exception as exc:  # a bug: the job fails with "internal error", the traceback goes to the log
             logger.error("job %s failed", job.id, exc_info=exc)
-            return "failed", InternalError().to_dict()
+            return "failed", InternalError().to_dict(), {}
 
     async def _finished(self, job_id: str) -> None:
         await anyio.to_thread.run_sync(self.store.forget_blocks, job_id)

@@ -179,7 +179,7 @@ class InferenceService:
                 async with self.gate.slot():
                     if self._limiter is None:
                         self._limiter = anyio.CapacityLimiter(self.settings.max_concurrency)
-                    result, elapsed = await self._decode(payload, context, self._limiter, model)
+                    (result, _), elapsed = await self._decode(payload, context, self._limiter, model)
             finally:
                 if watcher is not None:
                     watcher.cancel()
@@ -188,14 +188,15 @@ class InferenceService:
         self.gate.record(elapsed)
         return result
 
-    async def run_job(self, payload: dict, context: DecodeContext) -> dict:
-        """Decode one job on a job slot (never in the live requests' queue)."""
+    async def run_job(self, payload: dict, context: DecodeContext) -> tuple[dict, dict]:
+        """Decode one job on a job slot (never in the live requests' queue): its result, and the voices its
+        speakers were found with when ``context`` keeps them (label -> centroid; else empty)."""
         self.check_ready()
         payload, model = self._chosen_model(payload)
         if self._job_limiter is None:
             self._job_limiter = anyio.CapacityLimiter(max(1, self.job_slots))
-        result, _ = await self._decode(payload, context, self._job_limiter, model)
-        return result
+        answer, _ = await self._decode(payload, context, self._job_limiter, model)
+        return answer
 
     def _chosen_model(self, payload: dict) -> tuple[dict, str]:
         """The payload without its ``parameters.model``, and the configured name it means (404 if none)."""
@@ -210,25 +211,31 @@ class InferenceService:
         rest = {key: value for key, value in parameters.items() if key != "model"}
         return {**payload, "parameters": rest}, name
 
-    async def _decode(self, payload: dict, context: DecodeContext, limiter, model: str) -> tuple[dict, float]:
+    async def _decode(self, payload: dict, context: DecodeContext, limiter,
+                      model: str) -> tuple[tuple[dict, dict], float]:
         started = time.perf_counter()
         try:
-            result = await anyio.to_thread.run_sync(_call, self.pool, model, payload, context, limiter=limiter)
+            result, voices = await anyio.to_thread.run_sync(_call, self.pool, model, payload, context,
+                                                            limiter=limiter)
         except DecodeStopped:
             raise
         except Exception as exc:
             raise as_endpoint_error(exc) from exc
         elapsed = time.perf_counter() - started
         self.metrics.record_inference(elapsed, result.get("duration"))
-        return result, elapsed
+        return (result, voices), elapsed
 
 
-def _call(pool: ModelPool, model: str, payload: dict, context: DecodeContext) -> dict:
-    """The model's ``handler.run(payload, context)`` where it has one (EndpointHandler), else
-    ``handler(payload)``; the model stays loaded while it decodes (loaded first if it is not)."""
+def _call(pool: ModelPool, model: str, payload: dict, context: DecodeContext) -> tuple[dict, dict]:
+    """The model's ``handler.answer(payload, context)`` where it has one (EndpointHandler): the response and
+    the voices found, else ``handler(payload)`` and none; the model stays loaded while it decodes (loaded
+    first if it is not)."""
     with pool.using(model) as handler:
-        run = getattr(handler, "run", None)
-        return run(payload, context) if run is not None else handler(payload)
+        answer = getattr(handler, "answer", None)
+        if answer is None:
+            return handler(payload), {}
+        found = answer(payload, context)
+        return found.body, found.voices
 
 
 def _model_name(handler) -> str:
