@@ -98,6 +98,9 @@ class _HeardOnce:
     def __init__(self, model):
         self.model = model
 
+    def __getattr__(self, name: str):  # the model's own (its ONNX session: serving/realtime/vad.py)
+        return getattr(self.model, name)
+
     def __call__(self, audio: np.ndarray, *args, **kwargs):
         state = request_state.current()
         kept = None if state is None else state.vad_probabilities

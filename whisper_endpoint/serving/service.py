@@ -228,14 +228,14 @@ class InferenceService:
 
 def _call(pool: ModelPool, model: str, payload: dict, context: DecodeContext) -> tuple[dict, dict]:
     """The model's ``handler.answer(payload, context)`` where it has one (EndpointHandler): the response and
-    the voices found, else ``handler(payload)`` and none; the model stays loaded while it decodes (loaded
-    first if it is not)."""
+    the voices found; else ``handler.run(payload, context)`` or ``handler(payload)``, and no voices. The
+    model stays loaded while it decodes (loaded first if it is not)."""
     with pool.using(model) as handler:
-        answer = getattr(handler, "answer", None)
-        if answer is None:
-            return handler(payload), {}
-        found = answer(payload, context)
-        return found.body, found.voices
+        answer, run = getattr(handler, "answer", None), getattr(handler, "run", None)
+        if answer is not None:
+            found = answer(payload, context)
+            return found.body, found.voices
+        return (run(payload, context) if run is not None else handler(payload)), {}
 
 
 def _model_name(handler) -> str:
