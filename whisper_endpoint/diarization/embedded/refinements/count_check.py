@@ -86,13 +86,12 @@ def join(exclusive: Annotation, labels: list[str], embed_alone: Callable[[Segmen
     """Speakers whose turns (each embedded alone) cannot be told apart, joined two at a time, the pair
     furthest under its margin first, while more than ``keep`` remain: ``join_margin`` for two speakers of
     ``min_turns`` turns or more, ``join_margin_one_turn`` when one of them has a single turn."""
-    alone = _Cached(embed_alone)
     groups = {label: found for label in labels
               if (found := [t for t in exclusive.label_timeline(label, copy=False) if t.duration >= options.min_turn])}
     owner = {label: label for label in labels}  # every label to the speaker it ended in
     close = set()
     while len(set(owner.values())) > keep:
-        below = sorted((_gap(alone.longest(groups[a]), alone.longest(groups[b])) - margin, a, b)
+        below = sorted((_gap(_longest(embed_alone, groups[a]), _longest(embed_alone, groups[b])) - margin, a, b)
                        for a, b in itertools.combinations(sorted(groups), 2)
                        if (margin := _margin(len(groups[a]), len(groups[b]), options)) is not None)
         if not below or below[0][0] >= 0:
@@ -159,8 +158,7 @@ def split(
     extra = sorted((v for found in voices.values() for v in found[1:]), key=lambda v: -v.separation)
     if not extra:
         return Split(close=close)
-    alone = _Cached(embed_alone or embed)
-    targets = [_same_voice(voice, main, options, alone) for voice in extra]
+    targets = [_same_voice(voice, main, options, embed_alone or embed) for voice in extra]
     new = [voice for voice, target in zip(extra, targets, strict=True) if target is None]
     stay = new[max(room, 0):] if room is not None else []  # not split after all: they stay with their speaker
     owners, taken, moves = {}, set(labels), []
@@ -226,17 +224,18 @@ def _bisect(unit: np.ndarray, durations: np.ndarray, members: np.ndarray, separa
     return [group for s in sides for group in _bisect(unit, durations, s, mean, options, calls)]
 
 
-def _same_voice(voice: _Voice, main: dict[str, _Voice], options: CountCheckOptions, alone: _Cached) -> str | None:
+def _same_voice(voice: _Voice, main: dict[str, _Voice], options: CountCheckOptions,
+                embed_alone: Callable[[Segment], np.ndarray]) -> str | None:
     """The other speaker a split-off voice cannot be told apart from (by the same test), if any: it joins
     that speaker instead of becoming a new one (the least separated when several qualify). Both sides are
     embedded alone (``JOIN_TURNS`` longest turns each): pooled frames near a change of speaker also
     heard the neighbour, which sets one voice's turns after different neighbours apart."""
     best, label = None, None
-    mine = alone.longest(voice.turns)
+    mine = _longest(embed_alone, voice.turns)
     for other, kept in main.items():
         if other == voice.speaker:
             continue
-        unit = _unit(np.concatenate([mine, alone.longest(kept.turns)]))
+        unit = _unit(np.concatenate([mine, _longest(embed_alone, kept.turns)]))
         side = np.arange(len(unit)) < len(mine)
         mean, lowest = _separation(unit @ unit.T, side)
         if (lowest <= 0 or mean < options.separation) and (best is None or mean < best):
@@ -244,18 +243,11 @@ def _same_voice(voice: _Voice, main: dict[str, _Voice], options: CountCheckOptio
     return label
 
 
-class _Cached:
-    """Turn embeddings made once each, for the joins."""
-
-    def __init__(self, embed: Callable[[Segment], np.ndarray]):
-        self.embed, self.made = embed, {}
-
-    def longest(self, turns: list[Segment]) -> np.ndarray:
-        chosen = sorted(turns, key=lambda turn: -turn.duration)[:JOIN_TURNS]
-        for turn in chosen:
-            if turn not in self.made:
-                self.made[turn] = np.asarray(self.embed(turn), dtype=np.float64)
-        return np.stack([self.made[turn] for turn in chosen])
+def _longest(embed_alone: Callable[[Segment], np.ndarray], turns: list[Segment]) -> np.ndarray:
+    """The ``JOIN_TURNS`` longest turns, each embedded alone (the pipeline's ``embed_alone`` makes each
+    turn's once for the whole check)."""
+    chosen = sorted(turns, key=lambda turn: -turn.duration)[:JOIN_TURNS]
+    return np.stack([np.asarray(embed_alone(turn), dtype=np.float64) for turn in chosen])
 
 
 def _fiedler_side(similarity: np.ndarray) -> np.ndarray:
