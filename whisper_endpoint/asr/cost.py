@@ -25,6 +25,8 @@ Backends count their encoder calls here (``count``) and report the total in ``de
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from whisper_endpoint.asr import request_state
@@ -69,23 +71,16 @@ def voice_windows(speech_s: float) -> int:
     return VOICE_WINDOWS_PER_30S * max(1, math.ceil(speech_s / 30))
 
 
-class counting:
+@contextmanager
+def counting(duration_s: float, *, strict: bool = True, request_id: str = "") -> Iterator[WindowCounter]:
     """``with counting(duration) as counter:`` counts the encoder windows run inside the block
     (this thread or task only: concurrent requests each have their own counter)."""
-
-    def __init__(self, duration_s: float, *, strict: bool = True, request_id: str = ""):
-        budget = window_budget(duration_s)
-        if not strict:  # decoding stops at the budget, and the windows left, at most one per 30 s, are
-            budget -= max(1, math.ceil(duration_s / 30))  # still encoded (transformers' long-form generate)
-        self.counter = WindowCounter(budget, strict, request_id=request_id)
-
-    def __enter__(self) -> WindowCounter:
-        self._state = request_state.opened(counter=self.counter)
-        self._state.__enter__()
-        return self.counter
-
-    def __exit__(self, *exc) -> None:
-        self._state.__exit__(*exc)
+    budget = window_budget(duration_s)
+    if not strict:  # decoding stops at the budget, and the windows left, at most one per 30 s, are
+        budget -= max(1, math.ceil(duration_s / 30))  # still encoded (transformers' long-form generate)
+    counter = WindowCounter(budget, strict, request_id=request_id)
+    with request_state.opened(counter=counter):
+        yield counter
 
 
 def count(windows: int) -> None:

@@ -70,7 +70,7 @@ class _Request:
     window_s: float
     context: DecodeContext
     warnings: list[str]
-    generate_kwargs: dict | None = None  # generate's options, once made
+    generate_kwargs: dict  # generate's options
 
 
 logger = logging.getLogger(__name__)
@@ -132,8 +132,8 @@ class TransformersBackend:
                             "the whole input in the one language it detects among 'languages'")
         with cost.counting(duration, strict=False, request_id=context.request_id) as counter:
             options, probability = self._with_language(samples, options)
-            request = _Request(samples, options, window_s, context, warnings)
-            request.generate_kwargs = generate_kwargs = self._generate_kwargs(samples, options, warnings)
+            generate_kwargs = self._generate_kwargs(samples, options, warnings)
+            request = _Request(samples, options, window_s, context, warnings, generate_kwargs)
             stop = _StopWhenSpent(counter)
             decoded, decoding, windows = self._run(request, stop)
             segments = output.segments(decoded, decoding.pop("timestamps"), duration)
