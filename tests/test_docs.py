@@ -20,7 +20,7 @@ import pytest
 from support import cited_paths, links
 
 ROOT = Path(__file__).resolve().parents[1]
-USER_DOCS = ["README.md", "CHANGELOG.md", "docs/*.md", "audio/**/README.md"]
+USER_DOCS = cited_paths.USER_DOCS
 PAGES = ["README.md", "docs/*.md", "docs/notes/*.md"]  # where figures are quoted
 RESULTS_NAME = re.compile(r"results/((?:archive/)?[a-z0-9_][\w.-]*\.json)")
 
@@ -84,21 +84,20 @@ def test_anchors_follow_github(heading, anchor):
 
 def test_user_docs_name_no_tracker_numbers():
     """Readers have no access to the tracker: say what a change was, not its number."""
-    pattern = re.compile(r"\bissues?\s*#?\d+|(?<![\w&/])#\d+\b|_issue\d+", re.IGNORECASE)
-    hits = [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
-            for glob in USER_DOCS for path in sorted(ROOT.glob(glob))
-            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
-    assert hits == []
+    assert _user_doc_lines(re.compile(r"\bissues?\s*#?\d+|(?<![\w&/])#\d+\b|_issue\d+", re.IGNORECASE)) == []
 
 
 def test_user_docs_name_no_commits():
     """A page says what is true now; which commit did what is history, kept in docs/notes/. The pattern
     also takes a number of seven digits or more: group its digits (1,073,741,824) or round it."""
-    pattern = re.compile(r"\b[0-9a-f]{7,40}\b")
-    hits = [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
+    assert _user_doc_lines(re.compile(r"\b[0-9a-f]{7,40}\b")) == []
+
+
+def _user_doc_lines(pattern: re.Pattern) -> list[str]:
+    """'page:line: text' for each line of the user docs that ``pattern`` finds something in."""
+    return [f"{path.relative_to(ROOT)}:{number}: {line.strip()[:80]}"
             for glob in USER_DOCS for path in sorted(ROOT.glob(glob))
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if pattern.search(line)]
-    assert hits == []
 
 
 def test_every_results_file_is_cited_says_what_made_it_and_every_citation_exists():
