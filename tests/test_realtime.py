@@ -157,7 +157,11 @@ def test_malformed_events_get_error_events_and_the_session_goes_on(strict_server
         ({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
             "format": {"type": "audio/pcm", "rate": 8000}}}}}, "invalid_value", "format.rate"),
         ({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
-            "format": {"type": "audio/pcmu"}}}}}, "invalid_value", "format.type"),
+            "format": {"type": "audio/g729"}}}}}, "invalid_value", "'audio/pcmu' or 'audio/pcma'"),
+        ({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
+            "format": {"type": "audio/pcmu", "rate": 16000}}}}}, "invalid_value", "8000 Hz"),
+        ({"type": "transcription_session.update", "session": {"input_audio_format": "g711_mulaw"}},
+         "invalid_value", "'g711_ulaw' or 'g711_alaw'"),
         ({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {
             "transcription": {"language": "klingon"}}}}}, "invalid_value", "language"),
         ({"type": "session.update", "session": {"type": "transcription", "audio": {"input": {

@@ -1,5 +1,5 @@
 """A session's settings: what ``session.update`` set, merged field by field over the defaults
-(OpenAI's: 24 kHz PCM, server VAD with threshold 0.5, 300 ms prefix padding, 500 ms silence).
+(OpenAI's: 24 kHz PCM16, server VAD with threshold 0.5, 300 ms prefix padding, 500 ms silence).
 """
 
 from __future__ import annotations
@@ -9,11 +9,22 @@ from typing import Optional
 
 from whisper_endpoint.core.errors import EndpointError
 from whisper_endpoint.pipeline.request import parse_parameters
-from whisper_endpoint.serving.realtime.events import AudioInput, EventError, Transcription, TurnDetection, new_id
+from whisper_endpoint.serving.realtime.events import (
+    BETA_FORMATS,
+    AudioInput,
+    EventError,
+    Transcription,
+    TurnDetection,
+    new_id,
+)
+
+# GA format -> its beta name (audio/pcm at either rate is the beta's pcm16)
+_BETA_NAMES = {kind: name for name, (kind, _) in BETA_FORMATS.items()}
 
 
 @dataclass(frozen=True)
 class SessionConfig:
+    audio_format: str = "audio/pcm"  # or G.711: audio/pcmu, audio/pcma
     rate: int = 24000
     transcription: Transcription = field(default_factory=Transcription)
     turn_detection: Optional[TurnDetection] = field(default_factory=TurnDetection)
@@ -23,9 +34,11 @@ class SessionConfig:
         """This config with the fields ``update`` names replaced; ``EventError`` for a language or
         prompt the decoder would refuse (checked by the request schema, the one place for them)."""
         given = update.model_fields_set
+        audio_format = update.format if "format" in given and update.format is not None else None
         config = replace(
             self,
-            rate=update.format.rate if "format" in given and update.format is not None else self.rate,
+            audio_format=audio_format.type if audio_format else self.audio_format,
+            rate=audio_format.rate if audio_format else self.rate,
             transcription=(update.transcription or Transcription()) if "transcription" in given
             else self.transcription,
             turn_detection=update.turn_detection if "turn_detection" in given else self.turn_detection,
@@ -58,8 +71,10 @@ class SessionConfig:
         vad = self.turn_detection.model_dump() if self.turn_detection is not None else None
         transcription = self.transcription.model_dump()
         if beta:
-            return {"id": self.id, "object": "realtime.transcription_session", "input_audio_format": "pcm16",
+            return {"id": self.id, "object": "realtime.transcription_session",
+                    "input_audio_format": _BETA_NAMES[self.audio_format],
                     "input_audio_transcription": transcription, "turn_detection": vad}
-        audio_format = {"type": "audio/pcm", "rate": self.rate}
+        # OpenAI's G.711 formats name no rate (it is 8 kHz)
+        audio_format = {"type": self.audio_format, **({"rate": self.rate} if self.audio_format == "audio/pcm" else {})}
         return {"type": "transcription", "id": self.id, "object": "realtime.transcription_session",
                 "audio": {"input": {"format": audio_format, "transcription": transcription, "turn_detection": vad}}}

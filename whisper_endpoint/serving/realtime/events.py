@@ -12,10 +12,17 @@ from __future__ import annotations
 import secrets
 from typing import Literal, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
-# The beta API's one PCM format name; its rate is 24 kHz.
-_BETA_FORMATS = {"pcm16": 24000}
+# The beta API's format names and the GA format each is: pcm16 is 24 kHz PCM, the G.711 ones 8 kHz.
+BETA_FORMATS = {"pcm16": ("audio/pcm", 24000), "g711_ulaw": ("audio/pcmu", 8000), "g711_alaw": ("audio/pcma", 8000)}
 
 
 class _Event(BaseModel):
@@ -30,8 +37,21 @@ class TurnDetection(_Event):
 
 
 class AudioFormat(_Event):
-    type: Literal["audio/pcm"] = "audio/pcm"
-    rate: Literal[24000, 16000] = 24000
+    """PCM16 at 24 or 16 kHz, or G.711 (telephone lines) at 8 kHz: ``audio/pcmu`` (mu-law), ``audio/pcma``
+    (A-law); OpenAI's G.711 formats carry no rate."""
+
+    type: Literal["audio/pcm", "audio/pcmu", "audio/pcma"] = "audio/pcm"
+    rate: Literal[24000, 16000, 8000] | None = Field(None, validate_default=True)  # None: the type's own
+
+    @field_validator("rate")
+    @classmethod
+    def _rate_of_type(cls, rate: int | None, info: ValidationInfo) -> int | None:
+        kind = info.data.get("type")  # absent when the type itself was wrong (that error is reported)
+        if kind == "audio/pcm" and rate == 8000:
+            raise ValueError("audio/pcm takes 24000 or 16000; 8 kHz telephone audio is audio/pcmu or audio/pcma")
+        if kind in ("audio/pcmu", "audio/pcma") and rate not in (None, 8000):
+            raise ValueError(f"{kind} (G.711) is 8000 Hz; it takes no other rate")
+        return rate or {"audio/pcm": 24000}.get(kind, 8000)
 
 
 class Transcription(_Event):
@@ -63,14 +83,15 @@ class Session(_Event):
 
 
 class BetaSession(_Event):
-    input_audio_format: Optional[Literal["pcm16"]] = None
+    input_audio_format: Optional[Literal["pcm16", "g711_ulaw", "g711_alaw"]] = None
     input_audio_transcription: Optional[Transcription] = None
     turn_detection: Optional[TurnDetection] = None
 
     def as_input(self) -> AudioInput:
         values: dict = {}
         if "input_audio_format" in self.model_fields_set and self.input_audio_format is not None:
-            values["format"] = AudioFormat(rate=_BETA_FORMATS[self.input_audio_format])
+            kind, rate = BETA_FORMATS[self.input_audio_format]
+            values["format"] = AudioFormat(type=kind, rate=rate)
         if "input_audio_transcription" in self.model_fields_set:
             values["transcription"] = self.input_audio_transcription
         if "turn_detection" in self.model_fields_set:

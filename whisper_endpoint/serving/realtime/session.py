@@ -79,7 +79,7 @@ class RealtimeSession:
         self.max_utterance = int(max_utterance_s * SAMPLE_RATE)
         self.max_backlog = int(max_backlog_s * SAMPLE_RATE)
         self.backlog = 0  # samples committed and not yet answered
-        self.pcm = PCMInput(config.rate)
+        self.pcm = PCMInput(config.rate, config.audio_format)
         self.detector = self._detector()
         self.audio = np.zeros(0, dtype=np.float32)
         self.offset = 0  # position of self.audio[0]
@@ -127,8 +127,8 @@ class RealtimeSession:
         beta = isinstance(event, events.BetaSessionUpdate)
         update = event.session.as_input() if beta else event.session.audio.input
         old, self.config = self.config, self.config.updated(update, event.event_id)
-        if self.config.rate != old.rate:
-            self.pcm = PCMInput(self.config.rate)
+        if (self.config.audio_format, self.config.rate) != (old.audio_format, old.rate):
+            self.pcm = PCMInput(self.config.rate, self.config.audio_format)
         if self.config.turn_detection != old.turn_detection:
             self.detector = self._detector()
             if self.detector is not None:

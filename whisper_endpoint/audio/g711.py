@@ -1,0 +1,32 @@
+"""G.711 (ITU-T): telephone audio, 8 kHz, one byte a sample, mu-law (North America, Japan) or A-law
+(elsewhere). It has no header, so the sender says which law and rate it is.
+
+Decoded by FFmpeg (PyAV's ``pcm_mulaw`` / ``pcm_alaw``), the decoder that reads WAV-wrapped G.711 (format
+tags 7 and 6) in files: one decoder for every G.711 the server takes, and no table of our own to get wrong.
+"""
+
+from __future__ import annotations
+
+import av
+import numpy as np
+
+RATE = 8000  # G.711's rate (RFC 3551: PCMU and PCMA are 8 kHz)
+LAWS = {"mulaw": "pcm_mulaw", "alaw": "pcm_alaw"}  # law -> FFmpeg's decoder
+
+
+class Decoder:
+    """Bytes of one law to int16 samples. G.711 keeps no state between bytes, so any piece decodes
+    alone: one decoder serves a whole live session."""
+
+    def __init__(self, law: str, rate: int = RATE):
+        self._context = av.CodecContext.create(LAWS[law], "r")
+        self._context.sample_rate = rate
+        self._context.layout = "mono"
+
+    def decode(self, data: bytes) -> np.ndarray:
+        if not data:
+            return np.zeros(0, np.int16)
+        frames = self._context.decode(av.Packet(data))
+        # shape: (1, n) int16 per frame (FFmpeg's G.711 decoders give s16)
+        return np.concatenate([frame.to_ndarray().reshape(-1) for frame in frames]).astype(np.int16, copy=False)
+
