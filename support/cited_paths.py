@@ -39,7 +39,7 @@ _PATTERN = re.compile(r"[*{}<>\\]|(?:^|[/_.-])[A-Z][A-Z0-9]*(?:$|[/_.-])")  # gl
 _SUFFIX = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
 _MEDIA_TYPE = re.compile(
     r"^(?:audio|video|text|application|multipart|image)/(?:x-[\w.+-]+|wav|wave|mpeg|mp3|mp4|ogg|flac|webm|aac|"
-    r"opus|pcm|pcmu|pcma|video|plain|html|json|event-stream|octet-stream|form-data|png)$")
+    r"opus|pcm|pcmu|pcma|basic|video|plain|html|json|event-stream|octet-stream|form-data|png)$")
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 
 

@@ -22,7 +22,8 @@ from whisper_endpoint.adapters.errors import (
     OverloadedError,
     ShuttingDownError,
 )
-from whisper_endpoint.adapters.payloads import bare_media_type, toolkit_payload
+from whisper_endpoint.adapters.payloads import toolkit_payload
+from whisper_endpoint.adapters.raw_audio import declared_type
 from whisper_endpoint.core.decode_context import DEADLINE, DISCONNECTED, DecodeStopped
 from whisper_endpoint.core.errors import EndpointError
 
@@ -45,7 +46,7 @@ class Reply:
 def payload(body: bytes, content_type: str | None, parameters: dict) -> dict:
     """The handler's ``{"inputs", "parameters"}`` from a request body; ``parameters`` from outside it
     (query string, SageMaker's custom attributes)."""
-    return toolkit_payload(body, bare_media_type(content_type), parameters)
+    return toolkit_payload(body, declared_type(content_type), parameters)
 
 
 def as_endpoint_error(exc: BaseException) -> EndpointError:

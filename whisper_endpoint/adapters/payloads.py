@@ -6,7 +6,8 @@ becomes float32 a slice at a time, with the collector paused). Binary bodies are
 the audio file itself: ``audio/*`` and ``video/*`` (webm, mp4), and the generic types clients send
 when they do not know better (none at all from ``InferenceClient``, ``application/octet-stream``,
 curl's ``application/x-www-form-urlencoded``). Their parameters come from the query string (and on
-SageMaker from ``X-Amzn-SageMaker-Custom-Attributes``). Anything else is 415.
+SageMaker from ``X-Amzn-SageMaker-Custom-Attributes``). Headerless G.711 declared by its type
+(``audio/basic``, ``audio/pcmu``, ``audio/pcma``) is wrapped as a WAV file (``raw_audio``). Anything else is 415.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Optional
 
-from whisper_endpoint.adapters import gc_quiet, stepped_json
+from whisper_endpoint.adapters import gc_quiet, raw_audio, stepped_json
 from whisper_endpoint.adapters.errors import InvalidBodyError, UnsupportedMediaTypeError
 from whisper_endpoint.core import bounded_json
 from whisper_endpoint.core.config import InferenceConfig
@@ -46,7 +47,8 @@ def is_audio(kind: str) -> bool:
 
 
 def toolkit_payload(body: bytes, kind: str, parameters: dict) -> dict:
-    """The handler's payload for a JSON or binary body; ``parameters`` from outside the body."""
+    """The handler's payload for a JSON or binary body; ``parameters`` from outside the body. ``kind``: the
+    bare media type, a G.711 one with its rate (``raw_audio.declared_type``)."""
     if is_json(kind):
         try:
             bounded_json.check(body, "the JSON body", max_depth=bounded_json.BODY_MAX_DEPTH)
@@ -68,7 +70,7 @@ def toolkit_payload(body: bytes, kind: str, parameters: dict) -> dict:
             data = {**data, "parameters": _merged(parameters, data.get("parameters"))}
         return data
     if is_audio(kind):
-        return {"inputs": body, "parameters": parameters}
+        return {"inputs": raw_audio.as_file(body, kind), "parameters": parameters}
     raise UnsupportedMediaTypeError(
         f"unsupported Content-Type {kind!r}: send application/json ({{\"inputs\": base64, \"parameters\"}}) "
         "or the audio file with an audio/* or application/octet-stream content type"

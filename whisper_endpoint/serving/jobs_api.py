@@ -19,7 +19,8 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from whisper_endpoint.adapters.errors import NotFoundError, NotReadyError, with_param
-from whisper_endpoint.adapters.payloads import is_json, media_type, text_parameters, toolkit_payload
+from whisper_endpoint.adapters.payloads import is_json, text_parameters, toolkit_payload
+from whisper_endpoint.adapters.raw_audio import declared_type
 from whisper_endpoint.core.errors import EmptyAudioError, InvalidParameterError
 from whisper_endpoint.jobs import stored
 from whisper_endpoint.jobs.callbacks import url_problem
@@ -41,7 +42,7 @@ def router(service: InferenceService, jobs: Jobs) -> APIRouter:
         pairs = [(k, v) for k, v in request.query_params.items() if k != "callback_url"]
         callback = _callback_url(request.query_params.get("callback_url") or request.headers.get("x-callback-url"),
                                  allow_internal=jobs.settings.callback_allow_internal)
-        kind = media_type(request.headers)
+        kind = declared_type(request.headers.get("content-type"))  # G.711's rate kept: the job decodes by it
         parameters = text_parameters(pairs)
         if not is_json(kind):
             toolkit_payload(b"", kind, parameters)  # 415 for a content type no route takes

@@ -17,6 +17,7 @@ from starlette.datastructures import UploadFile
 from starlette.responses import Response
 
 from whisper_endpoint import formats
+from whisper_endpoint.adapters import raw_audio
 from whisper_endpoint.adapters.errors import NotFoundError, with_param
 from whisper_endpoint.adapters.http import warnings_header
 from whisper_endpoint.adapters.payloads import text_parameters
@@ -108,7 +109,11 @@ async def _file(upload) -> bytes:
     if not isinstance(upload, UploadFile):
         raise with_param(InvalidInputError("'file' must be a file upload, not a text field"), "file")
     try:
-        return await upload.read()
+        # Headerless G.711 is declared by the part's type or the file's name (adapters/raw_audio.py).
+        kind = raw_audio.for_file_name(raw_audio.declared_type(upload.content_type), upload.filename)
+        return raw_audio.as_file(await upload.read(), kind)
+    except ClientError as exc:
+        raise with_param(exc, "file")
     finally:
         await upload.close()
 
