@@ -97,13 +97,17 @@ def test_wav_wrapped_and_declared_raw_g711_decode_alike(telephone, law):
     assert np.abs(from_raw - original).max() < 0.03
 
 
-def test_an_au_file_sent_as_audio_basic_is_read_as_the_file_it_is(telephone):
+def test_a_file_sent_as_its_g711_type_is_read_as_the_file_it_is(telephone):
     """``mimetypes`` calls ``.au`` audio/basic: a body with the .au header is that file, not raw mu-law."""
     au = encode(telephone, 8000, "au", "pcm_mulaw")
     assert au.startswith(b".snd")
     declared = payload(au, "audio/basic", {})["inputs"]
     raw = payload(g711(telephone, "mulaw"), "audio/basic", {})["inputs"]
     assert np.array_equal(decode_file(declared, max_seconds=60).samples, decode_file(raw, max_seconds=60).samples)
+    # a G.711 WAV file sent with the type of its samples is read as the file too
+    wav = payload(encode(telephone, 8000, "wav", "pcm_alaw"), "audio/pcma", {})["inputs"]
+    assert np.array_equal(decode_file(wav, max_seconds=60).samples,
+                          decode_file(payload(g711(telephone, "alaw"), "audio/pcma", {})["inputs"], max_seconds=60).samples)
 
 
 def test_raw_g711_uploads_transcribe_as_the_clip_does(server, telephone, tiny_handler):

@@ -1,12 +1,15 @@
 """Headerless audio a client declares: G.711 telephone audio, whose bytes say nothing of what they are.
 
 The declarations (their bytes become a WAV file, ``audio.g711.as_wav``, decoded as any file is):
-- ``audio/basic`` (RFC 2046): 8 kHz mu-law mono, no parameters; a body that starts with ``.snd`` is a
-  Sun/NeXT ``.au`` file (what ``mimetypes`` calls audio/basic), left for FFmpeg to read as it is;
+- ``audio/basic`` (RFC 2046): 8 kHz mu-law mono, no parameters;
 - ``audio/pcmu``, ``audio/pcma`` (RFC 3551: mu-law, A-law), with ``rate`` (default 8000) and ``channels``
   (1 only);
 - in a form, a file named ``*.ul`` or ``*.al`` (FFmpeg's and sox's names for raw mu-law and A-law)
   sent without a type of its own.
+
+A declared body that starts with a file header is that file, left for FFmpeg to read as it is: a
+Sun/NeXT ``.au`` file (what ``mimetypes`` calls audio/basic) or a WAV file (G.711 WAV files sent with
+the type of their samples).
 
 A declaration's kind travels as ``audio/pcmu;rate=8000`` (``declared_type``): jobs store it, and their
 worker decodes the bytes as what they were sent as. A wrong declaration is a 415 that names its fault.
@@ -19,7 +22,7 @@ from whisper_endpoint.audio import g711
 
 _LAWS = {"audio/basic": "mulaw", "audio/pcmu": "mulaw", "audio/pcma": "alaw"}
 _EXTENSIONS = {".ul": "audio/pcmu", ".al": "audio/pcma"}
-_AU_MAGIC = b".snd"
+_FILE_MAGICS = (b".snd", b"RIFF")  # .au, WAV
 _RATES = (4000, 48000)  # what a G.711 rate parameter may be (RTP's dynamic payloads run 8 to 48 kHz)
 GENERIC = ("", "application/octet-stream", "binary/octet-stream")
 
@@ -67,7 +70,7 @@ def as_file(body: bytes, kind: str) -> bytes:
     anything else as it came."""
     bare, _, rate = kind.partition(";rate=")
     law = _LAWS.get(bare)
-    if law is None or body.startswith(_AU_MAGIC) and bare == "audio/basic":
+    if law is None or body.startswith(_FILE_MAGICS):
         return body
     return g711.as_wav(body, law, int(rate or g711.RATE))
 
