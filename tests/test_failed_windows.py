@@ -96,19 +96,36 @@ def _segments(text):
     return [SimpleNamespace(text=text, avg_logprob=-0.3, no_speech_prob=0.01)]
 
 
-def test_recovery_keeps_the_first_decode_that_passes_and_says_when_none_did():
+def test_recovery_decodes_the_pieces_once_and_says_when_they_failed():
     tried = []
 
     def decode(window):
         tried.append(window)
-        return _segments(BOVENOP if window == Window(0.0, 20.0) else " Ja, dat klopt wel, dat weet ik heel zeker.")
+        return _segments(" Ja, dat klopt wel, dat weet ik heel zeker.")
 
     again = recovery.recover(Window(0.0, 20.0), _segments(BOVENOP), decode, [10.0], "loop")
-    assert tried == [Window(0.0, 20.0), Window(0.0, 10.0), Window(10.0, 20.0)]
-    assert again.recovered and [s.text for s in again.segments] == [" Ja, dat klopt wel, dat weet ik heel zeker."] * 2
+    # the pieces only: the whole window decoded again first cost a window more and rarely mended a loop
+    assert tried == [Window(0.0, 10.0), Window(10.0, 20.0)]
+    assert again.recovered and again.kept == "pieces"
+    assert [s.text for s in again.segments] == [" Ja, dat klopt wel, dat weet ik heel zeker."] * 2
+
+    short = recovery.recover(Window(0.0, 8.0), _segments(BOVENOP), decode, [4.0], "loop")
+    assert short.kept == "alone" and tried[-1] == Window(0.0, 8.0)  # too short to cut: decoded again whole
 
     stuck = recovery.recover(Window(0.0, 20.0), _segments(BOVENOP), lambda w: _segments(BOVENOP), [], "loop")
     assert not stuck.recovered and "bovenop" in stuck.segments[0].text
+
+
+def test_only_a_failure_a_retry_can_mend_is_decoded_again():
+    warnings = []
+    unlikely = Decoded(DUTCH, avg_logprob=-1.3, no_speech_prob=0.1, speech_s=20.0)
+    assert failure(unlikely) is not None and recovery.needed(unlikely, warnings) is None
+    assert len(warnings) == 1 and "unlikely" in warnings[0] and "-1.30" in warnings[0]
+    looped = Decoded(BOVENOP, avg_logprob=-1.3, no_speech_prob=0.1, speech_s=30.0)
+    assert recovery.needed(looped, warnings) is not None and len(warnings) == 1
+    dropped = Decoded("Ja.", avg_logprob=-1.3, speech_s=25.0)  # turns lost: the pieces find them
+    assert recovery.needed(dropped, warnings) is not None
+    assert recovery.needed(Decoded(DUTCH, avg_logprob=-0.4, speech_s=20.0), warnings) is None and len(warnings) == 1
 
 
 def test_a_window_not_recovered_is_counted_and_said():
@@ -182,3 +199,16 @@ def test_text_without_spaces_is_not_counted_in_words():
             "会約率も少し下がっています。サポートの対応が早くなった体と思います。")
     assert failed_windows.failure(failed_windows.Decoded(said, -0.3, 0.01, 25.0)) is None
     assert failed_windows.failure(failed_windows.Decoded("はい、" * 40, -0.3, 0.01, 25.0)) is not None
+
+
+def test_a_request_decodes_again_its_first_failed_window_then_a_share_of_its_windows():
+    window, pauses = Window(0.0, 30.0), [10.0, 20.0]  # three pieces each
+    short = recovery.Budget(windows=5)
+    assert short.allows(window, pauses) and not short.allows(window, pauses)
+    long = recovery.Budget(windows=20)  # 30% of 20 windows: six pieces, two windows' worth
+    assert [long.allows(window, pauses) for _ in range(4)] == [True, True, False, False]
+    decoding, warnings = {"windows_not_recovered": 1}, []
+    long.report(decoding, warnings)
+    assert decoding["windows_not_recovered"] == 3 and len(warnings) == 1 and warnings[0].startswith("2 window(s)")
+    recovery.Budget(windows=20).report(decoding, warnings)
+    assert len(warnings) == 1

@@ -13,7 +13,7 @@ from whisper_endpoint.asr import decoding_options
 from whisper_endpoint.asr.ctranslate2.decode_state import DecodeState, retry
 from whisper_endpoint.asr.ctranslate2.model import RequestPipeline, as_segment, consume
 from whisper_endpoint.asr.languages.language_parts import LanguagePlan
-from whisper_endpoint.asr.long_form import failed_windows, recovery, window_fallback, windows
+from whisper_endpoint.asr.long_form import recovery, window_fallback, windows
 from whisper_endpoint.core.types import Segment
 
 logger = logging.getLogger(__name__)
@@ -41,6 +41,7 @@ def decode(state: DecodeState, plan: LanguagePlan, window_s: float, batch_size: 
         state.context.report(first + len(group), total, segments)
         if state.decoding["stopped"]:
             break
+    batches.budget.report(state.decoding, state.counter.notes)
     if skipped:
         state.counter.notes.append(
             f"{skipped} of {skipped + state.decoding['remainders_decoded_again']} window remainders were not "
@@ -56,6 +57,7 @@ class _Batches:
 
     def __init__(self, state: DecodeState, plan: LanguagePlan, batch_size: int):
         self.state, self.plan, self.batch_size = state, plan, batch_size
+        self.budget = recovery.Budget(len(plan.packed.windows))
         self.packed = plan.packed
         self.pipeline = RequestPipeline(state.model)
 
@@ -112,11 +114,14 @@ class _Batches:
         state, redone = self.state, set()
         for window in group:
             mine = [s for s in found if window.holds(s.start, s.end)]
-            reason = failed_windows.failure(recovery.judged(mine, window.end - window.start))
-            if reason is None or state.counter.spent:
+            if state.counter.spent:
+                continue
+            reason = recovery.needed(recovery.judged(mine, window.end - window.start), state.counter.notes)
+            cuts = recovery.quiet_cuts(self.packed.audio, window, self.packed.pauses())
+            if reason is None or not self.budget.allows(window, cuts):
                 continue
             again = recovery.recover(window, mine, lambda w: state.alone(self.packed.audio, w, retry(kwargs)),
-                                     recovery.quiet_cuts(self.packed.audio, window, self.packed.pauses()), reason)
+                                     cuts, reason)
             recovery.count(again, state.decoding, state.counter.notes)
             found = [s for s in found if all(s is not m for m in mine)] + again.segments
             redone.add(window)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from whisper_endpoint.asr import cost, speech
 from whisper_endpoint.asr.ctranslate2.decode_state import DecodeState, named, retry
 from whisper_endpoint.asr.ctranslate2.model import as_segment, consume
-from whisper_endpoint.asr.long_form import failed_windows, recovery, window_fallback, windows
+from whisper_endpoint.asr.long_form import recovery, window_fallback, windows
 from whisper_endpoint.core.types import SAMPLE_RATE, Segment
 
 
@@ -54,8 +54,10 @@ def _checked(state: DecodeState, segments: list[Segment], speech_s: float | None
     """The one window judged as the batched ones are (failed_windows.py); decoded again when it failed."""
     samples, kwargs = state.samples, state.kwargs
     state.decoding.update(windows_decoded_again=0, windows_not_recovered=0)
-    reason = failed_windows.failure(recovery.judged(segments, speech_s))
-    if reason is None or state.decoding["stopped"]:
+    if state.decoding["stopped"]:
+        return segments
+    reason = recovery.needed(recovery.judged(segments, speech_s), state.counter.notes)
+    if reason is None:
         return segments
 
     def decode(window: windows.Window) -> list[Segment]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import zlib
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 COMPRESSION_RATIO = 3.0  # gzip, as Whisper's (its own fallback starts at 2.4; this is the loop, not doubt)
 LOOP_REPEATS, LOOP_WORDS = 4, 15  # a phrase 4+ times in a row, the run 15+ words long
@@ -116,6 +116,14 @@ def failure(decoded: Decoded) -> str | None:
         if decoded.speech_s >= MIN_SPEECH_S and rate < MIN_WORDS_PER_S:
             return f"{rate:.2f} words per second over {decoded.speech_s:.0f} s of speech < {MIN_WORDS_PER_S}"
     return None
+
+
+def mendable(decoded: Decoded) -> bool:
+    """Whether a decode again can mend the failure: a loop or a speech rate no one speaks at (invented,
+    repeated or dropped text) can be; an unlikely transcript alone cannot. On noisy speech, or speech the
+    model knows poorly, decoded again it stays unlikely and the retry costs several windows for no gain
+    (docs/long_form_accuracy.md, "Noise")."""
+    return failure(replace(decoded, avg_logprob=None)) is not None
 
 
 def failed_stretches(segments, window_s: float) -> list[tuple[float, float, str]]:

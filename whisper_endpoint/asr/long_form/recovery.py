@@ -1,6 +1,9 @@
-"""A failed window decoded again (issue 57): alone, with the temperature fallback and no previous text;
-if that fails too, cut at the speech's own pauses and each piece decoded alone. The best decode by
-failed_windows' measures is kept, and the caller is told whether the window was recovered.
+"""A failed window decoded again (issue 57): cut at the speech's own pauses (or its quietest points) into
+pieces, each decoded alone with the temperature fallback and no previous text; a window too short to cut
+is decoded again whole. The better of the two decodes by failed_windows' measures is kept, and the caller
+is told whether the window was recovered. Only a failure a retry can mend is decoded again (``needed``):
+an unlikely transcript is kept as it is, with a warning. A request's windows decoded again are bounded
+(``Budget``): on noisy speech window after window can fail, and each costs two or three windows again.
 
 The backend supplies ``decode(window) -> segments`` (its sequential decoder, settings of its own) and the
 pauses; this module only chooses which decodes to try and which to keep.
@@ -21,6 +24,9 @@ from whisper_endpoint.core.types import SAMPLE_RATE
 logger = logging.getLogger(__name__)
 
 PIECE_S = 10.0  # pieces of a window cut at its pauses: short enough that a loop has no room to start
+# The pieces a request may decode again, as a share of its windows: a recovered window costs about as
+# much as two or three windows decoded once, so noisy speech costs at most ~1.3x its first decode.
+BUDGET_SHARE = 0.3
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,7 @@ class Recovered:
     segments: list
     recovered: bool  # False: every decode failed; the least bad is kept and a warning is due
     reason: str  # why the first decode failed
-    kept: str  # which decode was kept: "alone", "pieces" or "first"
+    kept: str  # which decode was kept: "alone" (the window decoded again whole), "pieces" or "first"
 
 
 def judged(segments: Sequence, speech_s: float | None) -> failed_windows.Decoded:
@@ -79,21 +85,60 @@ def quiet_cuts(audio: np.ndarray, window: Window, pauses: Sequence[float], longe
     return sorted([*cuts, *found])
 
 
+@dataclass
+class Budget:
+    """What a request of ``windows`` windows may decode again: its first failed window always (one loop
+    in a short file is the difference between a transcript and a repeated word), then pieces while they
+    stay within ``BUDGET_SHARE`` of its windows."""
+
+    windows: int
+    spent: int = 0  # pieces decoded again so far
+    refused: int = 0  # failed windows left as they were
+
+    def allows(self, window: Window, pauses: Sequence[float]) -> bool:
+        charge = len(pieces(window, pauses))
+        if self.spent and self.spent + charge > BUDGET_SHARE * self.windows:
+            self.refused += 1
+            return False
+        self.spent += charge
+        return True
+
+    def report(self, decoding: dict, warnings: list[str]) -> None:
+        """The windows left as they were, in ``decoding``'s count of windows not recovered and said once."""
+        if self.refused:
+            decoding["windows_not_recovered"] += self.refused
+            warnings.append(f"{self.refused} window(s) whose transcript failed were not decoded again: the "
+                            f"request's share for decoding again ({BUDGET_SHARE:.0%} of its windows) was spent; "
+                            "their text may repeat or miss words")
+
+
+def needed(decoded: failed_windows.Decoded, warnings: list[str]) -> str | None:
+    """Why ``decoded``, a window's first decode, is to be decoded again; None when it passed, or when it
+    failed in a way a retry does not mend (said in ``warnings``)."""
+    reason = failed_windows.failure(decoded)
+    if reason is None or failed_windows.mendable(decoded):
+        return reason
+    logger.info("a window's transcript is unlikely (%s): kept, not decoded again", reason)
+    warnings.append(f"a window's transcript is unlikely ({reason}): noisy speech, or speech the model knows "
+                    "poorly; it was kept as it is (decoded again it would be no surer)")
+    return None
+
+
 def recover(window: Window, first: Sequence, decode: Callable[[Window], list], pauses: Sequence[float],
             reason: str, speech_s: float | None = None) -> Recovered:
     """Decode ``window`` again, whose first decode (``first``) failed for ``reason``; ``speech_s``: the
-    seconds of speech in it (default: all of it, as in a window of packed speech)."""
+    seconds of speech in it (default: all of it, as in a window of packed speech). The pieces, not the
+    whole window again then the pieces: the whole window decoded again rarely mended a loop the pieces
+    did not, at the cost of another window or more (docs/long_form_accuracy.md)."""
     speech_s = window.end - window.start if speech_s is None else speech_s
-    alone = decode(window)
-    if failed_windows.failure(judged(alone, speech_s)) is None:
-        return Recovered(alone, True, reason, "alone")
-    candidates = {"first": list(first), "alone": alone}
     cut = pieces(window, pauses)
-    if len(cut) > 1:
-        candidates["pieces"] = [segment for piece in cut for segment in decode(piece)]
-    kept = min(candidates, key=lambda name: failed_windows.rank(judged(candidates[name], speech_s)))
-    best = candidates[kept]
-    return Recovered(best, failed_windows.failure(judged(best, speech_s)) is None, reason, kept)
+    name = "pieces" if len(cut) > 1 else "alone"
+    again = [segment for piece in cut for segment in decode(piece)]
+    if failed_windows.failure(judged(again, speech_s)) is None:
+        return Recovered(again, True, reason, name)
+    candidates = {"first": list(first), name: again}
+    kept = min(candidates, key=lambda key: failed_windows.rank(judged(candidates[key], speech_s)))
+    return Recovered(candidates[kept], False, reason, kept)
 
 
 def count(again: Recovered, decoding: dict, warnings: list[str]) -> None:
