@@ -223,6 +223,11 @@ def label_speakers(diarizer, samples, transcript: Transcript, config, duration: 
     """Diarize ``samples`` and give ``transcript``'s words their speakers (no known speakers): the speakers'
     runs of words, and their turns and embeddings when ``config`` asks."""
     heard = Heard(samples, transcript, alongside.diarize(diarizer, samples, config), duration)
+    return speakers_of(diarizer, heard, config)
+
+
+def speakers_of(diarizer, heard: Heard, config) -> Speakers:
+    """The speakers of ``heard``'s words and its diarization (no known speakers)."""
     return _labelled(diarizer, heard, config, {}, keep=False).speakers
 
 
