@@ -34,6 +34,8 @@ from whisper_endpoint.core.types import SpeakerTurn, clamped
 EDGE_S = 0.25
 # Shorter overlaps are the two turns' edges meeting (pyannote's frames are ~17 ms), not two people talking.
 MIN_OVERLAP_S = 0.2
+# A run that only grazes a stretch (the words' edges against the turns') is not marked.
+MIN_MARK_S = 0.1
 
 
 @dataclass(frozen=True)
@@ -111,13 +113,13 @@ def _owner(stretch: Stretch, words: Sequence, i: int) -> str | None:
 
 
 def marked(runs: list[dict], found: Sequence[Stretch], duration: float | None = None) -> list[dict]:
-    """``runs`` with ``overlap``: each stretch meeting a run, cut to the run's span, once per other speaker
-    of the stretch; runs no stretch meets are left as they are."""
+    """``runs`` with ``overlap``: each stretch meeting a run for ``MIN_MARK_S`` or more, cut to the run's span,
+    once per other speaker of the stretch; runs no stretch meets are left as they are."""
     out = []
     for run in runs:
         start, end = run["timestamp"]
         marks = [[clamped(max(start, s.start), duration), clamped(min(end, s.end), duration), other]
-                 for s in found if s.start < end and start < s.end
+                 for s in found if min(end, s.end) - max(start, s.start) >= MIN_MARK_S
                  for other in sorted(s.speakers - {run["speaker"]})]
         out.append({**run, "overlap": marks} if marks else run)
     return out
