@@ -87,6 +87,18 @@ def test_runs_without_overlap_are_left_as_they_were():
     assert runs == merge_speakers(segments, turns) and all("overlap" not in run for run in runs)
 
 
+
+def test_two_hours_of_overlapped_turns_in_one_pass():
+    # 4 s turns, each cutting 0.5 s into the one before, for 2 h; 24k words of 0.3 s, a sentence every 8th.
+    # One sweep each (turns, words, runs): ~0.5 s here; one alive-set scan per edge took seconds.
+    turns = [SpeakerTurn(k * 3.5, k * 3.5 + 4.0, "AB"[k % 2]) for k in range(2058)]
+    words = tuple(Word(i * 0.3, i * 0.3 + 0.3, " w." if i % 8 == 7 else " w") for i in range(24_000))
+    found = overlap.stretches(turns)
+    runs = overlap.marked(merge_speakers([Segment(0.0, words[-1].end, "", words)], turns, overlaps=found), found)
+    assert len(found) == len(turns) - 1 and all(s.end - s.start == 0.5 for s in found)
+    assert sum(run["text"].count("w") for run in runs) == len(words)
+    assert sum("overlap" in run for run in runs) > 0.9 * len(runs)  # a run may only graze a stretch
+
 # --- the real diarizer on overlapped audio ------------------------------------------------------
 
 

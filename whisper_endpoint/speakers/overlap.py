@@ -23,9 +23,9 @@ speaker runs that such a stretch meets (absent where none does).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from itertools import pairwise
 
 from whisper_endpoint.core.sentences import ends_sentence
 from whisper_endpoint.core.types import SpeakerTurn, clamped
@@ -53,18 +53,24 @@ class Stretch:
 
 def stretches(turns: Iterable[SpeakerTurn], min_s: float = MIN_OVERLAP_S) -> list[Stretch]:
     """The stretches, in time order, where turns of at least two speakers are alive, ``min_s`` or longer
-    (each a span with one set of turns alive)."""
+    (each a span with one set of turns alive). One sweep over the turns' edges: a few turns are alive at
+    a time, so hours of turns cost what sorting them does."""
     turns = sorted(turns, key=lambda t: (t.start, t.end))
     edges = sorted({t for turn in turns for t in (turn.start, turn.end)})
     found: list[Stretch] = []
-    for start, end in pairwise(edges):
-        alive = tuple(t for t in turns if t.start <= start and t.end >= end)
+    alive: list[SpeakerTurn] = []
+    added = 0
+    for start, end in itertools.pairwise(edges):
+        while added < len(turns) and turns[added].start <= start:
+            alive.append(turns[added])
+            added += 1
+        alive = [t for t in alive if t.end >= end]  # alive through [start, end]
         if len({t.speaker for t in alive}) < 2:
             continue
-        if found and found[-1].end == start and found[-1].turns == alive:
+        if found and found[-1].end == start and found[-1].turns == tuple(alive):
             found[-1] = replace(found[-1], end=end)
         else:
-            found.append(Stretch(start, end, alive))
+            found.append(Stretch(start, end, tuple(alive)))
     joined = _joined(found)
     return [s for s in joined if s.end - s.start >= min_s]
 
@@ -106,20 +112,31 @@ def _owner(stretch: Stretch, words: Sequence, i: int) -> str | None:
     if len({t.speaker for t in others}) != 1 or not any(t.start <= word.end and word.start <= t.end for t in others):
         return None
     other = others[0].speaker
-    end = next((w.end for w in words[i:] if ends_sentence(w.text)), words[-1].end)
-    after = next((w.speaker for w in words[i:] if (w.start + w.end) / 2 > stretch.end), None)
-    said_inside = end <= max(t.end for t in others) + EDGE_S  # the whole sentence inside its turn: "Yeah."
+    limit = max(t.end for t in others) + EDGE_S  # the sentence must end by then to be said inside the turn
+    end = next((w.end for w in _from(words, i) if ends_sentence(w.text) or w.end > limit), words[-1].end)
+    after = next((w.speaker for w in _from(words, i) if (w.start + w.end) / 2 > stretch.end), None)
+    said_inside = end <= limit  # the whole sentence inside the other's turn: "Yeah."
     return other if said_inside or after == other else None
+
+
+def _from(items: Sequence, i: int) -> Iterator:
+    """``items[i:]`` without copying them (a look-ahead stops early)."""
+    return (items[j] for j in range(i, len(items)))  # islice would walk the first i
 
 
 def marked(runs: list[dict], found: Sequence[Stretch], duration: float | None = None) -> list[dict]:
     """``runs`` with ``overlap``: each stretch meeting a run for ``MIN_MARK_S`` or more, cut to the run's span,
     once per other speaker of the stretch; runs no stretch meets are left as they are."""
     out = []
+    at = 0  # runs and stretches are both in time order
     for run in runs:
         start, end = run["timestamp"]
-        marks = [[clamped(max(start, s.start), duration), clamped(min(end, s.end), duration), other]
-                 for s in found if min(end, s.end) - max(start, s.start) >= MIN_MARK_S
-                 for other in sorted(s.speakers - {run["speaker"]})]
+        while at < len(found) and found[at].end <= start:
+            at += 1
+        marks = []
+        for stretch in itertools.takewhile(lambda s, end=end: s.start < end, _from(found, at)):
+            if min(end, stretch.end) - max(start, stretch.start) >= MIN_MARK_S:
+                marks += [[clamped(max(start, stretch.start), duration), clamped(min(end, stretch.end), duration), other]
+                          for other in sorted(stretch.speakers - {run["speaker"]})]
         out.append({**run, "overlap": marks} if marks else run)
     return out
