@@ -22,6 +22,7 @@ EVALUATIONS = {
     "confidence": "confidence",
     "diarization": "diarization",
     "speaker_attribution": "speaker_attribution",
+    "overlaps": "overlaps",
     "speaker_count": "speaker_count",
     "known_speakers": "known_speakers",
     "speaker_library": "speaker_library",

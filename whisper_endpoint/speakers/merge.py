@@ -28,6 +28,8 @@ Rules:
 5. Segments without word times (``lacks_words``: spoken, but no words came with them) go whole to the
    speaker who overlaps them most, in line with the words around them; smoothing leaves them alone.
    Only those segments: the rest of the request stays word by word.
+6. Overlaps (``overlaps``: where the regular diarization hears two speakers at once): the words there
+   are given by what the transcript says, before the smoothing (``overlap.py``).
 
 Cost: turns are sorted once; words are visited once in order while a pointer walks the turns, so
 each word looks only at the turns alive at its time.
@@ -42,6 +44,7 @@ from typing import Protocol
 
 from whisper_endpoint.core.sentences import ends_sentence
 from whisper_endpoint.core.types import Segment, SpeakerTurn
+from whisper_endpoint.speakers import overlap
 
 NO_TURNS_SPEAKER = "SPEAKER_00"
 SMOOTH_MAX_EVIDENCE = 0.5  # fraction of the word's duration
@@ -148,9 +151,11 @@ def merge_speakers(
     with_words: bool = False,
     duration: float | None = None,
     no_turns_speaker: str | None = NO_TURNS_SPEAKER,
+    overlaps: Sequence[overlap.Stretch] = (),
 ) -> list[dict]:
     """The response's ``speakers``: per word and smoothed; a segment without word times goes whole to
-    one speaker (rule 5) and is not listed among the words of ``with_words``."""
+    one speaker (rule 5) and is not listed among the words of ``with_words``. Words inside ``overlaps``
+    (where the regular diarization hears several speakers) are given by ``overlap.owners``."""
     items: list[Timed] = []
     whole: list[bool] = []
     for segment in segments:
@@ -159,6 +164,7 @@ def merge_speakers(
         whole.extend([lacks_words(segment)] * len(parts))
     labeled = assign_speakers(items, turns, no_turns_speaker=no_turns_speaker)
     labeled = [replace(w, whole_segment=True) if is_whole else w for w, is_whole in zip(labeled, whole, strict=True)]
+    labeled = overlap.owners(labeled, overlaps)
     return speaker_runs(smooth(labeled), with_words=with_words, duration=duration)
 
 

@@ -36,7 +36,7 @@ from whisper_endpoint.core.types import (
     clamped,
 )
 from whisper_endpoint.diarization.base import Diarization
-from whisper_endpoint.speakers import alongside
+from whisper_endpoint.speakers import alongside, overlap
 from whisper_endpoint.speakers import names as speaker_names
 from whisper_endpoint.speakers.enrolment import (
     read_speakers_dir,
@@ -223,6 +223,11 @@ def label_speakers(diarizer, samples, transcript: Transcript, config, duration: 
     """Diarize ``samples`` and give ``transcript``'s words their speakers (no known speakers): the speakers'
     runs of words, and their turns and embeddings when ``config`` asks."""
     heard = Heard(samples, transcript, alongside.diarize(diarizer, samples, config), duration)
+    return speakers_of(diarizer, heard, config)
+
+
+def speakers_of(diarizer, heard: Heard, config) -> Speakers:
+    """The speakers of ``heard``'s words and its diarization (no known speakers)."""
     return _labelled(diarizer, heard, config, {}, keep=False).speakers
 
 
@@ -246,10 +251,13 @@ def _labelled(diarizer, heard: Heard, config, voices: Voiceprints, *, keep: bool
         if config.return_speaker_embeddings:
             embeddings = {"model": diarizer.embedding_model, "speakers": {
                 names.get(label, label): [round(float(x), 6) for x in vector] for label, vector in centroids.items()}}
-    # The exclusive diarization (one speaker at a time) suits word labels; overlaps would need two.
+    # The exclusive diarization (one speaker at a time) labels the words; where the regular one hears two
+    # speakers at once, the overlap rules decide the words there and mark the runs (overlap.py).
+    overlaps = overlap.stretches(turns)
     runs = merge_speakers(
-        transcript.segments, exclusive, with_words=config.return_speaker_words, duration=duration
+        transcript.segments, exclusive, with_words=config.return_speaker_words, duration=duration, overlaps=overlaps
     )
+    runs = overlap.marked(runs, overlaps, duration)
     untimed = sum(map(lacks_words, transcript.segments))
     if untimed:
         spoken = sum(1 for segment in transcript.segments if segment.text.strip())
