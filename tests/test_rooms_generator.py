@@ -5,6 +5,7 @@ SNR asked is the SNR made, the telephone codecs and Opus round-trip at the lengt
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import random
 import shutil
 import subprocess
@@ -76,7 +77,7 @@ def test_the_overlap_condition_overlaps_and_adds_backchannels(rooms, excerpt):
         assert starts == sorted(starts)
         assert len(signal) >= max(t["end"] for t in turns) * rooms.RATE
         spoken = [t for t in turns if "backchannel" not in t]
-        overlaps = [b["start"] - a["end"] for a, b in zip(spoken, spoken[1:])]
+        overlaps = [b["start"] - a["end"] for a, b in itertools.pairwise(spoken)]
         assert all(-1.5 - 1e-9 <= gap < -0.3 + 1e-9 or gap >= 0.25 for gap in overlaps), overlaps
         assert sum(gap < 0 for gap in overlaps) >= 1
     assert any("backchannel" in t for seed in range(5)
