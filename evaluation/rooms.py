@@ -95,17 +95,20 @@ def run_whisperx(python: str, paths: list[Path], reuse: bool) -> dict:
     if not paths:
         return rows
     model_dir = str(embedded.assemble(embedded.MODELS["base"], ModelSettings().model_cache_dir))
-    done = subprocess.run([python, "-c", WHISPERX_WORKER], input=json.dumps([model_dir, list(map(str, paths))]),
-                          text=True, capture_output=True, env={**os.environ, **ONE_THREAD}, check=False)
-    if done.returncode:
-        sys.exit(f"WhisperX failed:\n{done.stderr[-3000:]}")
-    for line in done.stdout.splitlines():
+    child = subprocess.Popen([python, "-c", WHISPERX_WORKER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, env={**os.environ, **ONE_THREAD})
+    child.stdin.write(json.dumps([model_dir, list(map(str, paths))]))
+    child.stdin.close()
+    for line in child.stdout:  # each answer kept as it comes: a run cut short keeps what it did
         if line.startswith("{"):
             row = json.loads(line)
             path = Path(row.pop("path"))
             rows[path] = row
             kept(path, "whisperx").parent.mkdir(parents=True, exist_ok=True)
             kept(path, "whisperx").write_text(json.dumps(row, ensure_ascii=False))
+            print("whisperx", path.relative_to(path.parents[2]), round(row["cpu_s"], 1), flush=True)
+    if child.wait():
+        sys.exit(f"WhisperX failed:\n{child.stderr.read()[-3000:]}")
     return rows
 
 
@@ -192,6 +195,8 @@ def main(argv: list[str]) -> int:
                          "(for a later --reuse run; ours and WhisperX can then run as separate processes)")
     options.add_argument("--reuse", action="store_true", help="score the answers kept by an earlier run (same "
                          "commit) instead of transcribing again; runs only what is missing")
+    options.add_argument("--kept-only", action="store_true", help="with --reuse: score only the files both sides "
+                         "have answered (a run cut short), transcribing nothing")
     options.add_argument("--table", action="store_true", help="print the table of an existing --out file and stop")
     args = options.parse_args(argv)
     if args.table:
@@ -199,6 +204,10 @@ def main(argv: list[str]) -> int:
         return 0
     os.environ.update(ONE_THREAD)
     paths = rooms.build(args.conditions, args.part, args.sets, args.files)
+    if args.kept_only:
+        sides = ["ours"] + ([] if args.skip_whisperx else ["whisperx"])
+        paths = [path for path in paths if all(kept(path, side).exists() for side in sides)]
+        args.reuse = True
     if args.only_whisperx:
         run_whisperx(args.whisperx_python, paths, args.reuse)
         return 0
