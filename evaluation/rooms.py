@@ -37,8 +37,8 @@ from support.paths import ROOT
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "CPU_THREADS": "1", "DIARIZATION_THREADS": "1",
               "HF_HUB_OFFLINE": "1"}
 COLLARS = (0.0, 0.5)
-# Issue 71's done-when: DER at most these (collar 0, overlap scored), WER no worse than WhisperX's at no
-# more of its CPU time, cpWER within 1.10x of WER.
+# Issue 71's done-when: DER at most these (%; at collar 0.5, the convention of the issue's own figures,
+# whose studio DER is 1.8%), WER no worse than WhisperX's at no more of its CPU time, cpWER within 1.10x of WER.
 DER_TARGET = {"telephone_ulaw": 5, "telephone_alaw": 5, "telephone_gsm": 5, "far_field": 5, "overlap": 5,
               "noise_10db": 5, "noise_5db": 10}
 CPWER_OVER_WER = 1.10
@@ -156,8 +156,8 @@ def summarise(condition: str, rows: list[dict], texts: dict) -> dict:
         line["cpu_s_whisperx"] = round(sum(row["cpu_s_whisperx"] for row in rows), 1)
         line["cpu_ratio"] = round(line["cpu_s"] / line["cpu_s_whisperx"], 2)
     misses = []
-    if condition in DER_TARGET and line["der_collar_0"] > DER_TARGET[condition]:
-        misses.append(f"DER {line['der_collar_0']:.1f}% > {DER_TARGET[condition]}%")
+    if condition in DER_TARGET and line["der_collar_0.5"] > DER_TARGET[condition]:
+        misses.append(f"DER c0.5 {line['der_collar_0.5']:.1f}% > {DER_TARGET[condition]}%")
     if "wer_whisperx" in line and line["wer"] > line["wer_whisperx"]:
         misses.append(f"WER {line['wer']:.1f}% > WhisperX {line['wer_whisperx']:.1f}%")
     if "cpu_ratio" in line and line["cpu_ratio"] > 1:
@@ -240,7 +240,7 @@ def main(argv: list[str]) -> int:
                                                     "transcription only, one thread",
         "metrics": "DER % (pyannote.metrics, overlap scored) at collars 0 and 0.5 s; WER and cpWER % "
                    "(jiwer, MeetEval; BasicTextNormalizer); per condition: mean DER and cpWER, pooled WER",
-        "targets": {"der_collar_0_at_most_pct": DER_TARGET, "wer": "at most WhisperX's at at most its CPU time",
+        "targets": {"der_collar_0.5_at_most_pct": DER_TARGET, "wer": "at most WhisperX's at at most its CPU time",
                     "cpwer_over_wer_at_most": CPWER_OVER_WER},
         "summary": summary, "files": rows, "texts": texts,
     }
