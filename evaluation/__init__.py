@@ -34,6 +34,7 @@ EVALUATIONS = {
     "live_speakers": "live_speakers",
     "senko": "senko",
     "whisperx": "whisperx",
+    "rooms": "rooms",
     "loops": "loops",
     "responses": "responses",
 }

@@ -123,14 +123,14 @@ def annotation(turns):
     return found
 
 
-def der(reference, hypothesis, duration: float) -> dict:
-    """DER (%) at each of DER_COLLARS over [0, duration], and the parts of the uncollared one (seconds)."""
+def der(reference, hypothesis, duration: float, collars: tuple[float, ...] = DER_COLLARS) -> dict:
+    """DER (%) at each collar (default DER_COLLARS) over [0, duration], and the uncollared one's parts (s)."""
     from pyannote.core import Segment, Timeline
     from pyannote.metrics.diarization import DiarizationErrorRate
 
     whole = Timeline([Segment(0, duration)])
     scores = {}
-    for collar in DER_COLLARS:
+    for collar in collars:
         detail = DiarizationErrorRate(collar=collar, skip_overlap=False)(reference, hypothesis, uem=whole,
                                                                           detailed=True)
         scores[f"der_collar_{collar:g}"] = round(100 * detail["diarization error rate"], 2)
