@@ -14,6 +14,19 @@ if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev
     fi
 fi
 
+# sox and flite build the rooms sets' telephone lines and dialogues (audio/generate/rooms.py), which tests use.
+missing=""
+command -v sox >/dev/null || missing="$missing sox"
+command -v flite >/dev/null || missing="$missing flite"
+if [ -n "$missing" ]; then
+    if command -v apt-get >/dev/null; then
+        SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
+        $SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing
+    else
+        echo "setup:$missing missing; the rooms sets' tests need them" >&2
+    fi
+fi
+
 if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
