@@ -93,7 +93,9 @@ def test_the_transformers_backend_says_where_its_transcript_failed():
 
 
 def _segments(text):
-    return [SimpleNamespace(text=text, avg_logprob=-0.3, no_speech_prob=0.01)]
+    from whisper_endpoint.core.types import Segment
+
+    return [Segment(0.0, 20.0, text, None, avg_logprob=-0.3, no_speech_prob=0.01)]
 
 
 def test_recovery_decodes_the_pieces_once_and_says_when_they_failed():
@@ -212,3 +214,26 @@ def test_a_request_decodes_again_its_first_failed_window_then_a_share_of_its_win
     assert decoding["windows_not_recovered"] == 3 and len(warnings) == 1 and warnings[0].startswith("2 window(s)")
     recovery.Budget(windows=20).report(decoding, warnings)
     assert len(warnings) == 1
+
+
+def test_a_decode_kept_with_a_loop_has_the_loop_cut_to_its_first_saying():
+    looped = [SimpleNamespace(start=0.0, end=20.0, text=BOVENOP, words=None),
+              SimpleNamespace(start=20.0, end=22.0, text=" Thank you.", words=None),
+              SimpleNamespace(start=22.0, end=24.0, text=" Thank you.", words=None),
+              SimpleNamespace(start=24.0, end=26.0, text=" Ja, dat klopt.", words=None)]
+    looped = [_dataclass(s) for s in looped]
+    cut = recovery.without_loops(looped)
+    assert [s.text for s in cut] == ["Ik begin ze nou toch wel aardig te vinden. Als ze maar niet van die dingen bovenop",
+                                     " Thank you.", " Ja, dat klopt."]
+    assert failure(Decoded("".join(s.text for s in cut), speech_s=26.0)) is None
+    said = [_dataclass(SimpleNamespace(start=0.0, end=9.0, text=GATES, words=None))]
+    assert recovery.without_loops(said) == said  # said repeats are not loops
+
+    stuck = recovery.recover(Window(0.0, 20.0), _segments(BOVENOP), lambda w: _segments(BOVENOP), [], "loop")
+    assert not stuck.recovered and stuck.segments[0].text.count("bovenop") == 1
+
+
+def _dataclass(namespace):
+    from whisper_endpoint.core.types import Segment
+
+    return Segment(namespace.start, namespace.end, namespace.text, namespace.words)

@@ -117,8 +117,11 @@ class _Batches:
             if state.counter.spent:
                 continue
             reason = recovery.needed(recovery.judged(mine, window.end - window.start), state.counter.notes)
+            if reason is None:
+                continue
             cuts = recovery.quiet_cuts(self.packed.audio, window, self.packed.pauses())
-            if reason is None or not self.budget.allows(window, cuts):
+            if not self.budget.allows(window, cuts):  # left as it was, but for its loops
+                found = [s for s in found if all(s is not m for m in mine)] + recovery.without_loops(mine)
                 continue
             again = recovery.recover(window, mine, lambda w: state.alone(self.packed.audio, w, retry(kwargs)),
                                      cuts, reason)

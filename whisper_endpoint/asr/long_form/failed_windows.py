@@ -80,6 +80,19 @@ def longest_run(tokens: list[str], max_size: int = 8) -> tuple[int, int]:
     return best
 
 
+def loop_start(tokens: list[str], max_size: int = 8) -> int | None:
+    """Where a loop starts in ``tokens``: the end of the first saying of a phrase (1 to ``max_size``
+    words) said ``LOOP_REPEATS`` or more times in a row over ``LOOP_WORDS`` or more words, or None."""
+    for start in range(len(tokens)):
+        for size in range(1, max_size + 1):
+            phrase, count = tokens[start: start + size], 1
+            while tokens[start + count * size: start + (count + 1) * size] == phrase:
+                count += 1
+            if count >= LOOP_REPEATS and count * size >= LOOP_WORDS:
+                return start + size
+    return None
+
+
 def _is_number(token: str) -> bool:
     return token.isdigit() or token in _NUMBER_WORDS
 

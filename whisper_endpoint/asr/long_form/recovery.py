@@ -1,7 +1,8 @@
 """A failed window decoded again (issue 57): cut at the speech's own pauses (or its quietest points) into
 pieces, each decoded alone with the temperature fallback and no previous text; a window too short to cut
 is decoded again whole. The better of the two decodes by failed_windows' measures is kept, and the caller
-is told whether the window was recovered. Only a failure a retry can mend is decoded again (``needed``):
+is told whether the window was recovered; a decode kept with a loop in it has the loop cut to its first
+saying (``without_loops``: a repeated phrase is text no one said). Only a failure a retry can mend is decoded again (``needed``):
 an unlikely transcript is kept as it is, with a warning. A request's windows decoded again are bounded
 (``Budget``): on noisy speech window after window can fail, and each costs two or three windows again.
 
@@ -11,6 +12,7 @@ pauses; this module only chooses which decodes to try and which to keep.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -138,7 +140,45 @@ def recover(window: Window, first: Sequence, decode: Callable[[Window], list], p
         return Recovered(again, True, reason, name)
     candidates = {"first": list(first), name: again}
     kept = min(candidates, key=lambda key: failed_windows.rank(judged(candidates[key], speech_s)))
-    return Recovered(candidates[kept], False, reason, kept)
+    return Recovered(without_loops(candidates[kept]), False, reason, kept)
+
+
+def without_loops(segments: Sequence) -> list:
+    """``segments`` with each repetition loop cut to its first saying: a segment that says the one
+    before it again is dropped, and a segment whose own text loops ends where the loop starts (its
+    words with it). Text only: nothing is decoded again."""
+    kept, previous = [], None
+    for segment in segments:
+        said = failed_windows.words(segment.text)
+        if said and said == previous:
+            continue
+        previous = said
+        cut = failed_windows.loop_start(said)
+        if cut is not None:
+            segment = _cut(segment, cut)
+        kept.append(segment)
+    return kept
+
+
+def _cut(segment, keep: int):
+    """``segment`` with its first ``keep`` words of text (failed_windows.words' count) and word times."""
+    text, counted = "", 0
+    for piece in segment.text.split(" "):
+        if counted >= keep:
+            break
+        text, counted = f"{text} {piece}" if text else piece, counted + len(failed_windows.words(piece))
+    words, counted = segment.words, 0
+    if words:
+        kept_words = []
+        for word in words:
+            if counted >= keep:
+                break
+            kept_words.append(word)
+            counted += len(failed_windows.words(getattr(word, "word", None) or word.text))  # faster-whisper's, ours
+        words = type(words)(kept_words)
+    end = words[-1].end if words else segment.end
+    return dataclasses.replace(segment, text=(" " if segment.text.startswith(" ") else "") + text.strip(),
+                               words=words, end=end)
 
 
 def count(again: Recovered, decoding: dict, warnings: list[str]) -> None:
