@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 USER_DOCS = ("README.md", "CHANGELOG.md", "docs/*.md", "audio/**/README.md")
 CODE = ("whisper_endpoint", "evaluation", "bench", "scripts")
 BASES = ("", "whisper_endpoint", "audio")  # and the citing file's own folder
-_SKIPPED_FOLDERS = {"__pycache__", "node_modules"}
+_SKIPPED_FOLDERS = {"__pycache__", "node_modules", "out"}  # out/: what commands write (.gitignore), cited as their output
 # Ours even when a move has emptied one: a citation of it must still resolve.
 TOP_FOLDERS = frozenset({*CODE, "support", "tests", "docs", "results", "audio"})
 

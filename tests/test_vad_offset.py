@@ -32,13 +32,15 @@ def a_law_line(tmp_path_factory) -> tuple[np.ndarray, list[dict]]:
     return decoded, turns
 
 
-def _turns_heard(turns: list[dict], spans) -> int:
-    def heard(turn: dict) -> float:
-        return sum(max(0.0, min(end, turn["end"]) - max(start, turn["start"])) for start, end in spans)
+def _speech_heard(turns: list[dict], spans) -> float:
+    """The share of the turns' speech within the VAD's spans."""
+    said = sum(turn["end"] - turn["start"] for turn in turns)
+    heard = sum(max(0.0, min(end, turn["end"]) - max(start, turn["start"])) for turn in turns for start, end in spans)
+    return heard / said
 
-    return sum(heard(turn) >= 0.5 * (turn["end"] - turn["start"]) for turn in turns)
 
-
-def test_a_file_on_an_a_law_line_has_every_turn_heard(a_law_line):
+def test_a_file_on_an_a_law_line_has_its_speech_heard(a_law_line):
     samples, turns = a_law_line
-    assert _turns_heard(turns, speech.find_speech(samples).spans) == len(turns)
+    # without the offset taken out: 0.67 (4 of 13 turns lost); with it 0.97-1.0 (a short turn sits near
+    # the threshold: heard or not by a few thousandths of probability, as ONNX Runtime's threads fall)
+    assert _speech_heard(turns, speech.find_speech(samples).spans) >= 0.9

@@ -2,9 +2,11 @@
 pieces, each decoded alone with the temperature fallback and no previous text; a window too short to cut
 is decoded again whole. The better of the two decodes by failed_windows' measures is kept, and the caller
 is told whether the window was recovered; a decode kept with a loop in it has the loop cut to its first
-saying (``without_loops``: a repeated phrase is text no one said). Only a failure a retry can mend is decoded again (``needed``):
-an unlikely transcript is kept as it is, with a warning. A request's windows decoded again are bounded
-(``Budget``): on noisy speech window after window can fail, and each costs two or three windows again.
+saying (``without_loops``: a repeated phrase is text no one said).
+
+Only a failure a retry can mend is decoded again (``needed``): an unlikely transcript is kept as it is,
+with a warning. A request's windows decoded again are bounded (``Budget``): on noisy speech window after
+window can fail, and each costs two or three windows again (docs/long_form_accuracy.md, "Noise").
 
 The backend supplies ``decode(window) -> segments`` (its sequential decoder, settings of its own) and the
 pauses; this module only chooses which decodes to try and which to keep.
@@ -26,8 +28,8 @@ from whisper_endpoint.core.types import SAMPLE_RATE
 logger = logging.getLogger(__name__)
 
 PIECE_S = 10.0  # pieces of a window cut at its pauses: short enough that a loop has no room to start
-# The pieces a request may decode again, as a share of its windows: a recovered window costs about as
-# much as two or three windows decoded once, so noisy speech costs at most ~1.3x its first decode.
+# The pieces a request may decode again past its first failed window, as a share of its windows: a piece
+# costs about a window decoded once, so the windows after the first add at most ~30% to the first decode.
 BUDGET_SHARE = 0.3
 
 
@@ -129,9 +131,8 @@ def needed(decoded: failed_windows.Decoded, warnings: list[str]) -> str | None:
 def recover(window: Window, first: Sequence, decode: Callable[[Window], list], pauses: Sequence[float],
             reason: str, speech_s: float | None = None) -> Recovered:
     """Decode ``window`` again, whose first decode (``first``) failed for ``reason``; ``speech_s``: the
-    seconds of speech in it (default: all of it, as in a window of packed speech). The pieces, not the
-    whole window again then the pieces: the whole window decoded again rarely mended a loop the pieces
-    did not, at the cost of another window or more (docs/long_form_accuracy.md)."""
+    seconds of speech in it (default: all of it, as in a window of packed speech). The pieces only: the
+    whole window decoded again first never mended a loop the pieces did not, and cost about as much."""
     speech_s = window.end - window.start if speech_s is None else speech_s
     cut = pieces(window, pauses)
     name = "pieces" if len(cut) > 1 else "alone"
