@@ -113,21 +113,22 @@ class _Batches:
         batch's segments with those windows' replaced, and the windows decoded again."""
         state, redone = self.state, set()
         for window in group:
-            mine = [s for s in found if window.holds(s.start, s.end)]
             if state.counter.spent:
                 continue
+            mine = [s for s in found if window.holds(s.start, s.end)]
             reason = recovery.needed(recovery.judged(mine, window.end - window.start), state.counter.notes)
             if reason is None:
                 continue
             cuts = recovery.quiet_cuts(self.packed.audio, window, self.packed.pauses())
-            if not self.budget.allows(window, cuts):  # left as it was, but for its loops
-                found = [s for s in found if all(s is not m for m in mine)] + recovery.without_loops(mine)
-                continue
-            again = recovery.recover(window, mine, lambda w: state.alone(self.packed.audio, w, retry(kwargs)),
-                                     cuts, reason)
-            recovery.count(again, state.decoding, state.counter.notes)
-            found = [s for s in found if all(s is not m for m in mine)] + again.segments
-            redone.add(window)
+            if self.budget.allows(window, cuts):
+                again = recovery.recover(window, mine, lambda w: state.alone(self.packed.audio, w, retry(kwargs)),
+                                         cuts, reason)
+                recovery.count(again, state.decoding, state.counter.notes)
+                instead = again.segments
+                redone.add(window)
+            else:  # left as it was, but for its loops
+                instead = recovery.without_loops(mine)
+            found = [s for s in found if all(s is not m for m in mine)] + instead
         return found, redone
 
 

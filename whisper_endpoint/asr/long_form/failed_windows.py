@@ -67,14 +67,20 @@ def spaced(text: str) -> bool:
     return len(_UNSPACED.findall(text)) * 2 < letters if letters else True
 
 
+def _repeats(tokens: list[str], start: int, size: int) -> int:
+    """How many times in a row the phrase of ``size`` words at ``start`` is said from there."""
+    phrase, count = tokens[start: start + size], 1
+    while tokens[start + count * size: start + (count + 1) * size] == phrase:
+        count += 1
+    return count
+
+
 def longest_run(tokens: list[str], max_size: int = 8) -> tuple[int, int]:
     """The phrase (of 1 to ``max_size`` words) repeated most often in a row: (repeats, words covered)."""
     best = (1, 0)
     for size in range(1, max_size + 1):
         for start in range(len(tokens) - 2 * size + 1):
-            phrase, count = tokens[start: start + size], 1
-            while tokens[start + count * size: start + (count + 1) * size] == phrase:
-                count += 1
+            count = _repeats(tokens, start, size)
             if count > 1 and count * size > best[1]:
                 best = (count, count * size)
     return best
@@ -85,9 +91,7 @@ def loop_start(tokens: list[str], max_size: int = 8) -> int | None:
     words) said ``LOOP_REPEATS`` or more times in a row over ``LOOP_WORDS`` or more words, or None."""
     for start in range(len(tokens)):
         for size in range(1, max_size + 1):
-            phrase, count = tokens[start: start + size], 1
-            while tokens[start + count * size: start + (count + 1) * size] == phrase:
-                count += 1
+            count = _repeats(tokens, start, size)
             if count >= LOOP_REPEATS and count * size >= LOOP_WORDS:
                 return start + size
     return None
