@@ -20,7 +20,7 @@ from __future__ import annotations
 from whisper_endpoint.adapters.errors import UnsupportedMediaTypeError
 from whisper_endpoint.audio import g711
 
-_LAWS = {"audio/basic": "mulaw", "audio/pcmu": "mulaw", "audio/pcma": "alaw"}
+_LAWS = {"audio/basic": "mulaw", **g711.MEDIA_TYPES}
 _EXTENSIONS = {".ul": "audio/pcmu", ".al": "audio/pcma"}
 _FILE_MAGICS = (b".snd", b"RIFF")  # .au, WAV
 _RATES = (4000, 48000)  # what a G.711 rate parameter may be (RTP's dynamic payloads run 8 to 48 kHz)

@@ -16,6 +16,7 @@ import numpy as np
 RATE = 8000  # G.711's rate (RFC 3551: PCMU and PCMA are 8 kHz)
 # law -> FFmpeg's codec, WAV format tag (RFC 2361: WAVE_FORMAT_MULAW 7, WAVE_FORMAT_ALAW 6)
 LAWS = {"mulaw": ("pcm_mulaw", 7), "alaw": ("pcm_alaw", 6)}
+MEDIA_TYPES = {"audio/pcmu": "mulaw", "audio/pcma": "alaw"}  # RFC 3551's names, OpenAI's GA formats too
 
 
 class Decoder:

@@ -18,13 +18,12 @@ from whisper_endpoint.audio import g711
 from whisper_endpoint.core.types import SAMPLE_RATE
 from whisper_endpoint.serving.realtime.events import EventError
 
-_LAWS = {"audio/pcmu": "mulaw", "audio/pcma": "alaw"}
-
 
 class PCMInput:
     def __init__(self, rate: int, audio_format: str = "audio/pcm"):
         self.rate = rate
-        self._g711 = g711.Decoder(_LAWS[audio_format], rate) if audio_format in _LAWS else None
+        law = g711.MEDIA_TYPES.get(audio_format)
+        self._g711 = g711.Decoder(law, rate) if law is not None else None
         self._width = 1 if self._g711 is not None else 2  # bytes a sample
         self._resampler = (
             None if rate == SAMPLE_RATE else av.AudioResampler(format="flt", layout="mono", rate=SAMPLE_RATE)
