@@ -23,7 +23,6 @@ diarization included, over WhisperX's transcription alone), and which done-when 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -32,24 +31,16 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from support.paths import ROOT
+from evaluation.whisperx import ONE_THREAD as ASR_ONE_THREAD
+from support.rooms_generator import load as generator
 
-ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "CPU_THREADS": "1", "DIARIZATION_THREADS": "1",
-              "HF_HUB_OFFLINE": "1"}
+ONE_THREAD = {**ASR_ONE_THREAD, "DIARIZATION_THREADS": "1"}
 COLLARS = (0.0, 0.5)
 # Issue 71's done-when: DER at most these (%; at collar 0.5, the convention of the issue's own figures,
 # whose studio DER is 1.8%), WER no worse than WhisperX's at no more of its CPU time, cpWER within 1.10x of WER.
 DER_TARGET = {"telephone_ulaw": 5, "telephone_alaw": 5, "telephone_gsm": 5, "far_field": 5, "overlap": 5,
               "noise_10db": 5, "noise_5db": 10}
 CPWER_OVER_WER = 1.10
-
-
-def generator():
-    """audio/generate/rooms.py, loaded from its path (it is a script, not a package)."""
-    spec = importlib.util.spec_from_file_location("rooms_generator", ROOT / "audio" / "generate" / "rooms.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def truth(path: Path) -> dict:

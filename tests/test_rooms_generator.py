@@ -4,7 +4,6 @@ SNR asked is the SNR made, the telephone codecs and Opus round-trip at the lengt
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import random
 import shutil
@@ -14,17 +13,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from support import rooms_generator
+from support.paths import ROOT
+
 pytestmark = pytest.mark.skipif(not shutil.which("sox"), reason="needs Debian's sox")
 
 
 @pytest.fixture(scope="module")
 def rooms():
     pytest.importorskip("soundfile")
-    spec = importlib.util.spec_from_file_location("rooms_generator", ROOT / "audio" / "generate" / "rooms.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return rooms_generator.load()
 
 
 @pytest.fixture(scope="module")

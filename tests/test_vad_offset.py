@@ -4,26 +4,22 @@ audio without it."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from support import rooms_generator
 from whisper_endpoint.asr import speech
 from whisper_endpoint.audio.decode import decode_file
 
-ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not (shutil.which("sox") and shutil.which("flite")), reason="needs sox and flite")
 
 
 @pytest.fixture(scope="module")
 def a_law_line(tmp_path_factory) -> tuple[np.ndarray, list[dict]]:
     """The untuned English stand-up of the rooms sets through an A-law line, as the FLAC the evaluation reads."""
-    spec = importlib.util.spec_from_file_location("rooms_generator", ROOT / "audio" / "generate" / "rooms.py")
-    rooms = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rooms)
+    rooms = rooms_generator.load()
     out, work = tmp_path_factory.mktemp("rooms"), tmp_path_factory.mktemp("work")
     samples, turns, about = rooms.condition_audio("telephone_alaw", "flite_standup", "untuned", out, work)
     rooms.write(out, "line", samples, turns, about)
