@@ -1,9 +1,10 @@
 """Repetition loops on long audio: windows that failed before and after they are decoded again, and WER.
 
-    .venv/bin/python -m evaluation loops [--files stress/stress_en_readback ...] [--out results/loops.json]
+    .venv/bin/python -m evaluation loops [--files stress/stress_en_readback ...] [--backend transformers]
+                                         [--out results/loops.json]
 
-Every file is decoded twice by our handler at its defaults (embedded base, int8, one thread, no
-diarization): once with the failed-window check switched off here (``before``: what the batched decoder
+Every file is decoded twice by our handler at its defaults (embedded base, one thread, no diarization; on
+CTranslate2 in int8, or on ``--backend transformers`` in float32): once with the failed-window check switched off here (``before``: what the batched decoder
 alone gives) and once as shipped (``after``: failed windows decoded again, asr/long_form/recovery.py). For
 each side: WER (Whisper's BasicTextNormalizer), CPU seconds of the transcription, the windows judged
 failed and not recovered (the response's ``decoding``; ``before`` is judged after the fact by the same
@@ -68,11 +69,16 @@ def main(argv: list[str]) -> int:
 
     options = parser("loops")
     options.add_argument("--files", nargs="+", default=STRESS + DIALOGUES)
+    options.add_argument("--backend", choices=["ctranslate2", "transformers"], default="ctranslate2")
     args = options.parse_args(argv)
     os.environ.update(ONE_THREAD)
+    import torch
+
+    torch.set_num_threads(1)  # the transformers backend's (CTranslate2 takes cpu_threads)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("whisper_endpoint.asr.long_form.recovery").setLevel(logging.INFO)  # each window decoded again
-    handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=1))
+    handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=1,
+                                                     asr_backend=args.backend))
     files, sides = [], {"before": {}, "after": {}}
     for stem in args.files:
         with detector_off():
@@ -99,6 +105,8 @@ def main(argv: list[str]) -> int:
                                                               for s in stems)
         summary[f"{group}_files_unchanged"] = sum(row["unchanged"] for row in files if row["file"] in stems)
     print(json.dumps(summary, indent=2))
-    report = {"model": "embedded:base, int8, CPU, one thread", "summary": summary, "files": files}
+    model = "int8" if args.backend == "ctranslate2" else "transformers, float32"
+    report = {"model": f"embedded:base, {model}, CPU, one thread", "backend": args.backend, "summary": summary,
+              "files": files}
     save("loops", args.out, report, argv)
     return 0

@@ -1,17 +1,18 @@
 """Conversations in more than one language: per-segment languages vs the turns decoded alone (issue 58).
 
     python -m evaluation mixed [--out results/mixed.json] [--files NAME ...] [--threads 1] [--jobs 1]
-                               [--cache DIR]
+                               [--cache DIR] [--backend transformers]
 
 On audio/mixed's conversations (Dutch, Czech and English speakers; the tune and the held-out check
-set apart), with embedded:base on CTranslate2 (default compute type, no diarization), rows:
+set apart), with embedded:base on CTranslate2 (default compute type, no diarization) or on
+``--backend transformers`` (float32 on CPU), rows:
 
 - ``alone``: each reference turn cut out and decoded alone with its own language given: the reference
   point, what the ASR does when it knows each turn's language;
 - ``defaults``: the whole file at the handler's defaults (language unset: a language per segment);
 - ``languages``: the same with ``languages`` set to the file's languages (manifest.json);
-- ``faster_whisper_multilingual``: faster-whisper's own ``transcribe(multilingual=True)`` (its
-  language per 30 s window), with its VAD filter, on the same model.
+- ``faster_whisper_multilingual`` (CTranslate2 only): faster-whisper's own ``transcribe(multilingual=True)``
+  (its language per 30 s window), with its VAD filter, on the same model.
 
 WER in % (Whisper's BasicTextNormalizer, jiwer) of all the turns' text against the hypothesis's, per
 file and pooled over each set; ``ratio``: the pooled WER over the ``alone`` row's. Turn language: a
@@ -88,7 +89,8 @@ def evaluate_file(handler, entry: dict) -> dict:
         segments, _ = handler.asr.model.transcribe(samples, multilingual=True, vad_filter=True)
         return "".join(segment.text for segment in segments)
 
-    rows["faster_whisper_multilingual"] = dict(zip(("text", "cpu_s"), _timed(multilingual)))
+    if handler.asr.name == "ctranslate2":  # faster-whisper's own multilingual mode, for comparison
+        rows["faster_whisper_multilingual"] = dict(zip(("text", "cpu_s"), _timed(multilingual)))
     reference = " ".join(turn["text"] for turn in turns)
     return {"set": entry["set"], "turns": len(turns), "duration_s": entry["duration"], "reference": reference,
             "rows": rows}
@@ -137,17 +139,22 @@ def markdown_table(result: dict) -> str:
 _handler = None
 
 
-def _evaluate_in_process(entry: dict, threads: int, cache) -> dict:
+def _evaluate_in_process(entry: dict, threads: int, cache, backend: str) -> dict:
     """One file, on this process's handler (loaded once per process), or its rows kept in ``cache``."""
     global _handler
     kept = cache / entry["file"].replace(".flac", ".json") if cache else None
     if kept is not None and kept.exists():
         return json.loads(kept.read_text())
     if _handler is None:
+        import torch
+
         from whisper_endpoint.core.config import ModelSettings
+
+        torch.set_num_threads(threads)  # the transformers backend's (CTranslate2 takes cpu_threads)
         from whisper_endpoint.handler import EndpointHandler
 
-        _handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=threads))
+        _handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=threads,
+                                                          asr_backend=backend))
     row = evaluate_file(_handler, entry)
     print(entry["file"], {name: value["cpu_s"] for name, value in row["rows"].items()}, flush=True)
     if kept is not None:
@@ -166,6 +173,7 @@ def main(argv: list[str]) -> int:
     options.add_argument("--jobs", type=int, default=1, help="files evaluated at once, one process each")
     options.add_argument("--cache", type=Path, help="keep each file's rows here; read them back instead of running")
     options.add_argument("--table", action="store_true", help="print the table of an existing --out file and stop")
+    options.add_argument("--backend", choices=["ctranslate2", "transformers"], default="ctranslate2")
     args = options.parse_args(argv)
     if args.table:
         print(markdown_table(json.loads(args.out.read_text())))
@@ -173,13 +181,15 @@ def main(argv: list[str]) -> int:
     chosen = [e for e in entries if args.files is None or e["file"].removesuffix(".flac") in args.files]
     chosen.sort(key=lambda e: e["set"] != "check")  # the held-out files first
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        found = list(pool.map(_evaluate_in_process, chosen, [args.threads] * len(chosen), [args.cache] * len(chosen)))
+        found = list(pool.map(_evaluate_in_process, chosen, [args.threads] * len(chosen), [args.cache] * len(chosen),
+                              [args.backend] * len(chosen)))
     files = with_wer({entry["file"].removesuffix(".flac"): row for entry, row in zip(chosen, found)})
     sets = {}
     for name, row in files.items():
         sets.setdefault(row["set"], []).append(name)
     result = {
-        "asr": "embedded:base, ctranslate2 (default compute type), no diarization",
+        "asr": f"embedded:base, {args.backend} (default compute type), no diarization",
+        "backend": args.backend,
         "metrics": "WER in % (BasicTextNormalizer, jiwer), pooled per set; ratio: over the turns decoded alone with "
                    "their own language; turn language right: the segments overlapping a turn most are in its "
                    "language; CPU: process seconds",

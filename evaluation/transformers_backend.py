@@ -8,9 +8,13 @@ For each model, on the 30 clips of audio/clips, greedy (beam 1), no timestamps, 
 - the raw transformers pipeline on the converted weights with its stock feature extractor, and the
   handler with that stock extractor swapped in (what the handler changes besides the features).
 Then long audio (the 30 clips joined with 1 s pauses, ~2.6 min) through the handler: its CPU
-default, Whisper's own sequential long-form ``generate``; its CUDA default, the pipeline's chunked
-batches (batch size 4), run here on the CPU, with segment and with word timestamps (word timestamps
-run on eager attention); and the raw pipeline's long-form ``generate``.
+default, the windows of packed speech one at a time (as the CTranslate2 backend's windows); its CUDA
+default, the same windows in batches of 4, run here on the CPU, with segment and with word timestamps
+(word timestamps run on eager attention); and the raw pipeline's long-form ``generate``.
+
+Speculative decoding with real weights: the model assisting itself (``ASSISTANT_MODEL`` the same embedded
+model: every draft accepted, so no faster, but every token still verified), greedy without timestamps,
+on the clips and on the long audio: the assisted text must be the model's own.
 """
 
 from __future__ import annotations
@@ -68,19 +72,21 @@ def evaluate(name: str) -> dict:
     joined = np.concatenate([np.concatenate([a, np.zeros(16000, np.float32)]) for a in audio])
     long_truth = [" ".join(truth)]
 
-    def handler_long(params, chunked: bool):
-        handler.asr._chunks_long_audio = lambda batch_size: chunked and batch_size > 1
+    def handler_long(params, batched: bool):
+        handler.asr._batches_pay = lambda: batched
         try:
             return handler({"inputs": {"array": joined, "sampling_rate": 16000}, "parameters": params})["text"]
         finally:
-            del handler.asr._chunks_long_audio  # back to the class's own rule
+            del handler.asr._batches_pay  # back to the class's own rule
 
     long_params = {"beam_size": 1, "batch_size": 4, "return_timestamps": "segment"}
-    (long_form,), long_form_s = _timed(lambda p: handler_long(p, chunked=False), [long_params])
-    (chunked,), chunked_s = _timed(lambda p: handler_long(p, chunked=True), [long_params])
+    (long_form,), long_form_s = _timed(lambda p: handler_long(p, batched=False), [long_params])
+    (chunked,), chunked_s = _timed(lambda p: handler_long(p, batched=True), [long_params])
     (chunked_words,), chunked_words_s = _timed(
-        lambda p: handler_long(p, chunked=True), [{**long_params, "return_timestamps": "word"}]
+        lambda p: handler_long(p, batched=True), [{**long_params, "return_timestamps": "word"}]
     )
+    del handler
+    assisted = _assisted(name, audio, joined)
     (raw_long,), raw_long_s = _timed(
         lambda a: raw_pipe(a.copy(), return_timestamps=True, generate_kwargs={"num_beams": 1})["text"], [joined]
     )
@@ -96,18 +102,49 @@ def evaluate(name: str) -> dict:
         "clips_seconds": {"handler_transformers": ours_s, "handler_stock_features": stock_s, "raw_pipeline": raw_s, "faster_whisper_fp32": fw_s},
         "long_seconds_audio": round(len(joined) / 16000, 1),
         "long_wer": {
-            "handler_long_form": round(100 * wer(long_truth, [long_form]), 2),
-            "handler_chunked_batch4": round(100 * wer(long_truth, [chunked]), 2),
-            "handler_chunked_batch4_word_timestamps": round(100 * wer(long_truth, [chunked_words]), 2),
+            "handler_windows": round(100 * wer(long_truth, [long_form]), 2),
+            "handler_windows_batch4": round(100 * wer(long_truth, [chunked]), 2),
+            "handler_windows_batch4_word_timestamps": round(100 * wer(long_truth, [chunked_words]), 2),
             "raw_pipeline_long_form": round(100 * wer(long_truth, [raw_long]), 2),
         },
         "long_seconds": {
-            "handler_long_form": long_form_s,
-            "handler_chunked_batch4": chunked_s,
-            "handler_chunked_batch4_word_timestamps": chunked_words_s,
+            "handler_windows": long_form_s,
+            "handler_windows_batch4": chunked_s,
+            "handler_windows_batch4_word_timestamps": chunked_words_s,
             "raw_pipeline_long_form": raw_long_s,
         },
+        "assisted": assisted,
     }
+
+
+def _assisted(name: str, clips: list, joined) -> dict:
+    """The model assisting itself: assisted and unassisted texts, greedy without timestamps."""
+    from whisper_endpoint.core.config import ModelSettings
+    from whisper_endpoint.handler import EndpointHandler
+
+    handler = EndpointHandler(settings=ModelSettings(asr_model=f"embedded:{name}", asr_backend="transformers",
+                                                     assistant_model=f"embedded:{name}"))
+    params = {"return_timestamps": "none", "beam_size": 1}
+
+    def texts(audio, assisted: bool):
+        found = [handler({"inputs": {"array": a, "sampling_rate": 16000},
+                          "parameters": {**params, "assisted": assisted}}) for a in audio]
+        assert all(r["decoding"]["assisted"] == assisted for r in found)
+        return [r["text"] for r in found]
+
+    (plain, plain_s), (helped, helped_s) = (_timed_all(texts, clips, flag) for flag in (False, True))
+    (plain_long, plain_long_s), (helped_long, helped_long_s) = (_timed_all(texts, [joined], flag)
+                                                                for flag in (False, True))
+    return {"assistant": f"embedded:{name} (itself)",
+            "clips_identical": sum(a == b for a, b in zip(plain, helped)), "clips": len(clips),
+            "long_identical": plain_long == helped_long,
+            "seconds": {"clips": plain_s, "clips_assisted": helped_s, "long": plain_long_s,
+                        "long_assisted": helped_long_s}}
+
+
+def _timed_all(fn, items, flag):
+    started = time.perf_counter()
+    return fn(items, flag), round(time.perf_counter() - started, 1)
 
 
 def main(argv: list[str]) -> int:

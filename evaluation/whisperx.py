@@ -1,6 +1,6 @@
 """Long audio side by side: our handler at its defaults against WhisperX's transcription, same model.
 
-    .venv/bin/python -m evaluation whisperx [--whisperx-python /work/venvs/whisperx/bin/python]
+    .venv/bin/python -m evaluation whisperx [--whisperx-python /work/venvs/whisperx/bin/python] [--backend transformers]
         [--out results/whisperx.json] [--set beam_size=5 ...]
 
 WhisperX (3.8.6, in its own virtual environment: it pins its own torch) runs in a child process on the
@@ -118,11 +118,11 @@ def score(stem: str, hypothesis: str) -> float:
     return 100 * (cer if stem.startswith("ja/") else wer)([text], [hypothesis])
 
 
-def run_ours(stems: list[str], overrides: dict) -> dict:
+def run_ours(stems: list[str], overrides: dict, backend: str = "ctranslate2") -> dict:
     from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
-    handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=1))
+    handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=1, asr_backend=backend))
     rows = {}
     for stem in stems:
         data = (ROOT / "audio" / f"{stem}.flac").read_bytes()
@@ -173,10 +173,15 @@ def main(argv: list[str]) -> int:
     options.add_argument("--files", nargs="+", default=TUNING + UNTUNED)
     options.add_argument("--set", nargs="*", default=[], help="request parameters for our side, name=value")
     options.add_argument("--skip-whisperx", action="store_true", help="our side only (a change measured alone)")
+    options.add_argument("--backend", choices=["ctranslate2", "transformers"], default="ctranslate2",
+                         help="our side's engine")
     args = options.parse_args(argv)
     overrides = dict(_parameter(item) for item in args.set)
     os.environ.update(ONE_THREAD)
-    ours = run_ours(args.files, overrides)
+    import torch
+
+    torch.set_num_threads(1)  # our transformers backend's (CTranslate2 takes cpu_threads)
+    ours = run_ours(args.files, overrides, args.backend)
     theirs = {} if args.skip_whisperx else run_whisperx(args.whisperx_python, args.files)
     sides = {"ours": ours, **({"whisperx": theirs} if theirs else {})}
     files = []
@@ -200,7 +205,9 @@ def main(argv: list[str]) -> int:
         if theirs:
             summary[f"{group}_cpu_ratio_ours_to_whisperx"] = round(
                 summary[f"{group}_cpu_s_ours"] / summary[f"{group}_cpu_s_whisperx"], 3)
-    report = {"model": "embedded:base, int8, CPU, one thread each", "ours_parameters": overrides,
+    ours_model = "int8" if args.backend == "ctranslate2" else "transformers float32 (WhisperX: int8)"
+    report = {"model": f"embedded:base, {ours_model}, CPU, one thread each", "backend": args.backend,
+              "ours_parameters": overrides,
               "summary": summary, "files": files}
     for row in files:
         print(row["file"], {n: (row[n]["error_pct"], row[n]["cpu_s"]) for n in sides})

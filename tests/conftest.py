@@ -102,6 +102,14 @@ def tiny_tf(settings_factory):
 
 
 @pytest.fixture(scope="session")
+def base_tf(settings_factory):
+    """base (multilingual) on the transformers backend."""
+    from whisper_endpoint.handler import EndpointHandler
+
+    return EndpointHandler(settings=settings_factory(asr_model="embedded:base", asr_backend="transformers"))
+
+
+@pytest.fixture(scope="session")
 def base_handler(settings_factory):
     from whisper_endpoint.handler import EndpointHandler
 

@@ -58,9 +58,8 @@ def test_hotwords_bring_a_missed_word(backend, tiny_handler, tiny_tf):
     result = handler({"inputs": read_clip("asterisk_queue-thereare.flac"), "parameters": {
         "hotwords": "caller", "no_speech_threshold": 0.3, "condition_on_previous_text": False}})
     assert "caller number" in result["text"].lower()
-    if backend == "transformers":  # as a prompt; no_speech_threshold on its scored window; one window: said
+    if backend == "transformers":  # as a prompt; no_speech_threshold on its scored window
         assert result["decoding"]["confidence_windows"] == 1
-        assert any("condition_on_previous_text" in w for w in result["warnings"])
 
 
 @pytest.mark.slow  # long audio sampled

@@ -75,23 +75,6 @@ def test_speech_without_pauses_is_cut_at_its_quietest_points():
     assert len(pieces) == 4 and all(p.end - p.start <= recovery.PIECE_S for p in pieces)
 
 
-def test_a_transcript_without_windows_is_judged_by_stretches_of_time():
-    segments = [SimpleNamespace(start=0.0, end=12.0, text=DUTCH),
-                SimpleNamespace(start=31.0, end=50.0, text=BOVENOP),
-                SimpleNamespace(start=50.0, end=58.0, text=" Ja.")]
-    assert [(start, end) for start, end, _ in failed_windows.failed_stretches(segments, 30.0)] == [(31.0, 58.0)]
-
-
-def test_the_transformers_backend_says_where_its_transcript_failed():
-    from whisper_endpoint.asr.transformers import transformers_backend
-
-    segments = [SimpleNamespace(start=0.0, end=12.0, text=DUTCH), SimpleNamespace(start=31.0, end=50.0, text=BOVENOP)]
-    decoding: dict = {}
-    notes = transformers_backend._failed_notes(segments, 30.0, decoding)
-    assert decoding == {"windows_decoded_again": 0, "windows_not_recovered": 1}
-    assert len(notes) == 1 and notes[0].startswith("the transcript from 31.0 s to 50.0 s failed")
-
-
 def _segments(text):
     from whisper_endpoint.core.types import Segment
 

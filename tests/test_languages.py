@@ -167,8 +167,9 @@ def mixed_excerpt() -> bytes:
     return pcm16_wav(samples[: int(20.42 * 16000)])
 
 
-def test_each_segment_is_decoded_in_its_own_language(base_handler, mixed_excerpt):
-    result = base_handler({"inputs": mixed_excerpt, "parameters": {}})
+@pytest.mark.parametrize("engine", ["base_handler", "base_tf"], ids=["ctranslate2", "transformers"])
+def test_each_segment_is_decoded_in_its_own_language(engine, mixed_excerpt, request):
+    result = request.getfixturevalue(engine)({"inputs": mixed_excerpt, "parameters": {}})
     said = {round(chunk["timestamp"][0]): chunk["language"] for chunk in result["chunks"]}
     assert said[0] == "nl" and said[13] == "en", said
     english = " ".join(chunk["text"] for chunk in result["chunks"] if chunk["language"] == "en").lower()
@@ -178,8 +179,9 @@ def test_each_segment_is_decoded_in_its_own_language(base_handler, mixed_excerpt
     assert result["language"] == "nl"
 
 
-def test_detection_costs_no_second_encoder_pass(base_handler):
-    result = base_handler({"inputs": read_clip(CLIP), "parameters": {}})
+@pytest.mark.parametrize("engine", ["base_handler", "base_tf"], ids=["ctranslate2", "transformers"])
+def test_detection_costs_no_second_encoder_pass(engine, request):
+    result = request.getfixturevalue(engine)({"inputs": read_clip(CLIP), "parameters": {}})
     assert result["language"] == "en" and result["decoding"]["encoder_windows"] == 1
 
 
@@ -188,6 +190,7 @@ def test_a_window_is_encoded_once_per_request():
     # window is cut in pieces; another request starts empty.
     import numpy as np
 
+    from whisper_endpoint.asr import encoder_outputs
     from whisper_endpoint.asr.ctranslate2 import encoder_cache
 
     calls = []
@@ -197,16 +200,16 @@ def test_a_window_is_encoded_once_per_request():
         return np.ones((len(features), 3, 2), dtype=np.float32)
 
     window, other = np.zeros((1, 4, 6), dtype=np.float32), np.ones((1, 4, 6), dtype=np.float32)
-    with encoder_cache.active():
+    with encoder_outputs.active():
         encoder_cache.encode(np.concatenate([window, other]), encoder, keep=True)
         encoder_cache.encode(window, encoder)
         assert calls == [2]
         encoder_cache.encode(window, encoder)  # taken once: dropped
         assert calls == [2, 1]
-        encoder_cache.forget(other[0])
+        encoder_outputs.forget(other[0])
         encoder_cache.encode(other, encoder)
         assert calls == [2, 1, 1]
-    with encoder_cache.active():
+    with encoder_outputs.active():
         encoder_cache.encode(window, encoder)
     assert calls == [2, 1, 1, 1]
 

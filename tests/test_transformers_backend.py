@@ -80,28 +80,37 @@ def _joined(names, pause_s=1.0):
 
 @pytest.fixture(scope="module")
 def long_audio():
-    """Over 30 s: more than one Whisper window."""
+    """Over 30 s (its speech, packed, fits one window)."""
     audio = _joined(THREE * 3)
     assert len(audio) > 30 * 16000
     return audio
 
 
+@pytest.fixture(scope="module")
+def two_windows():
+    """Speech for two windows."""
+    return _joined(THREE * 6)
+
+
 @pytest.mark.parametrize("timestamps", ["none", "segment", "word"])
-def test_long_audio_runs_long_form_generate_on_cpu(tiny_tf, long_audio, timestamps):
+def test_long_audio_is_decoded_in_windows_of_packed_speech(tiny_tf, long_audio, timestamps):
     result = tiny_tf({"inputs": {"array": long_audio, "sampling_rate": 16000},
                       "parameters": {"return_timestamps": timestamps}})
-    assert result["decoding"]["mode"] == "sequential" and result["decoding"]["batch_size"] == 1
+    decoding = result["decoding"]
+    assert decoding["mode"] == "batched" and decoding["batch_size"] == 1 and decoding["segmentation"] == "vad"
     # Each of the three clips is said three times: every window was decoded, none dropped at a seam.
     assert result["text"].lower().count("next message") >= 3
-    ends = [chunk["timestamp"][1] for chunk in result["chunks"]]
     if timestamps != "none":
+        ends = [chunk["timestamp"][1] for chunk in result["chunks"]]
         assert ends == sorted(ends) and ends[-1] > 30
         assert [c["timestamp"][0] for c in result["chunks"]] == sorted(c["timestamp"][0] for c in result["chunks"])
+    # The audio says the same three clips three times: a window's text compresses as a loop's does, on
+    # either engine, and is decoded again in pieces (recovery.py), which say it again.
+    assert decoding["windows_decoded_again"] == 1 and decoding["encoder_windows"] <= 6
 
 
-def test_long_form_reports_each_window_and_stops_at_the_next_when_cancelled(tiny_tf, long_audio):
-    """The encoders' hook (core/decode_context.py): cancelled once the first window is reported decoded, the
-    decode stops before the second window's encoder pass."""
+def test_long_audio_reports_each_window_and_stops_at_the_next_when_cancelled(tiny_tf, two_windows):
+    """Cancelled once the first window is reported decoded, the decode stops before the second window."""
     reports = []
 
     def cancel_after_the_first(progress):
@@ -111,28 +120,28 @@ def test_long_form_reports_each_window_and_stops_at_the_next_when_cancelled(tiny
 
     context = DecodeContext(listeners=(cancel_after_the_first,))
     with pytest.raises(DecodeStopped) as stopped:
-        tiny_tf.run({"inputs": {"array": long_audio, "sampling_rate": 16000}}, context)
+        tiny_tf.run({"inputs": {"array": two_windows, "sampling_rate": 16000}}, context)
     assert stopped.value.reason == "disconnected" and reports == [(0, 2), (1, 2)]
 
 
-def test_long_audio_chunked_batches_where_they_pay(tiny_tf, long_audio, monkeypatch):
-    """The GPU path (chunked, batched) on this CPU: same contract, batch size as asked."""
-    monkeypatch.setattr(tiny_tf.asr, "_chunks_long_audio", lambda batch_size: batch_size > 1)
+def test_long_audio_batches_windows_where_they_pay(tiny_tf, long_audio, monkeypatch):
+    """The GPU path (windows batched) on this CPU: same contract, batch size as asked."""
+    monkeypatch.setattr(tiny_tf.asr, "_batches_pay", lambda: True)
     result = tiny_tf({"inputs": {"array": long_audio, "sampling_rate": 16000},
                       "parameters": {"batch_size": 2, "return_timestamps": "segment"}})
-    assert result["decoding"]["mode"] == "chunked" and result["decoding"]["batch_size"] == 2
+    assert result["decoding"]["mode"] == "batched" and result["decoding"]["batch_size"] == 2
     assert result["text"].lower().count("next message") >= 3 and result["chunks"][-1]["timestamp"][1] > 30
     assert result["decoding"]["encoder_windows"] <= cost.window_budget(len(long_audio) / 16000)
 
 
-def test_long_form_stops_decoding_when_the_window_budget_is_spent(tiny_tf, long_audio, monkeypatch):
-    """Long-form generate seeks inside transformers: past the budget each window is encoded, not decoded."""
-    monkeypatch.setattr(cost, "WINDOWS_PER_30S", 1)  # budget 2 for this audio, both kept for the skipped windows
-    monkeypatch.setattr(cost, "EXTRA_WINDOWS", 0)
-    result = tiny_tf({"inputs": {"array": long_audio, "sampling_rate": 16000}})
-    assert result["decoding"]["mode"] == "sequential" and result["text"] == ""
-    assert result["decoding"]["encoder_windows"] <= cost.window_budget(len(long_audio) / 16000) == 2
-    assert any("decoding stopped at this request's bound of 2 encoder windows" in w for w in result["warnings"])
+def test_long_audio_stops_decoding_when_the_window_budget_is_spent(tiny_tf, two_windows, monkeypatch):
+    monkeypatch.setattr(cost, "WINDOWS_PER_30S", 0)  # a bound of one window for this audio's two
+    monkeypatch.setattr(cost, "EXTRA_WINDOWS", 1)
+    result = tiny_tf({"inputs": {"array": two_windows, "sampling_rate": 16000},
+                      "parameters": {"return_timestamps": "segment"}})
+    assert result["decoding"]["encoder_windows"] == 1 and "next message" in result["text"].lower()
+    assert result["chunks"][-1]["timestamp"][1] < 0.6 * len(two_windows) / 16000  # the first window only
+    assert any("decoding stopped at this request's bound of 1 encoder windows" in w for w in result["warnings"])
 
 
 def test_prompt_over_the_token_budget_is_trimmed_and_control_tokens_refused(tiny_tf):
@@ -202,11 +211,11 @@ def test_assisted_greedy_equals_unassisted_with_random_assistant(settings_factor
         detected = handler({"inputs": {"array": samples, "sampling_rate": 16000},
                             "parameters": {"return_timestamps": "none"}})
         assert detected["language"] == "en" and detected["language_probability"] > 0.5
-    if decoder_only:  # audio longer than a chunk: assisted chunks go one at a time, and it says so
+    if decoder_only:  # audio longer than a window: assisted windows go one at a time, and it says so
         long = handler({"inputs": read_clip("asterisk_conf-adminmenu-162.flac"),
                         "parameters": {"assisted": True, "chunk_length_s": 10, "batch_size": 4, "language": "en",
                                        "return_timestamps": "none"}})
-        assert long["decoding"]["mode"] == "chunked" and long["decoding"]["batch_size"] == 1
+        assert long["decoding"]["mode"] == "batched" and long["decoding"]["batch_size"] == 1
         assert long["decoding"]["assisted"]
         assert any("batch size 1" in w for w in long["warnings"]) and long["text"]
     else:  # timestamps: unassisted, and said so (the assisted text can differ there)

@@ -29,7 +29,7 @@ def asr_reference(settings, repository_path: str = "") -> str:
 
 
 def load_asr_backend(settings, repository_path: str = "", voices=None) -> ASRBackend:
-    """``voices``: groups spans of speech by speaker, for the language per span (CTranslate2 backend)."""
+    """``voices``: groups spans of speech by speaker, for the language per span (both backends)."""
     reference = asr_reference(settings, repository_path)
     token = settings.hf_token.get_secret_value() if settings.hf_token else None
     source = locate_model(reference, cache_dir=settings.model_cache_dir, token=token)
@@ -74,7 +74,7 @@ def load_asr_backend(settings, repository_path: str = "", voices=None) -> ASRBac
         model_name=reference,
         device=device,
         max_batch_size=max_batch_size(settings.max_batch_size, device),
-    ), assistant=None if assistant is None else (assistant, settings.assistant_model))
+    ), assistant=None if assistant is None else (assistant, settings.assistant_model), voices=voices)
 
 
 def _transformers_dir(source, settings) -> Path:

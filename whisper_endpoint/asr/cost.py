@@ -39,13 +39,12 @@ VOICE_WINDOWS_PER_30S = 3  # speech in several languages: each voice's language 
 
 
 class BudgetSpent(Exception):
-    """Raised by ``count`` (strict counters) before an encoder call that would pass the budget."""
+    """Raised by ``count`` before an encoder call that would pass the budget."""
 
 
 @dataclass
 class WindowCounter:
     budget: int
-    strict: bool = True  # False: count past the budget (the caller stops decoding itself)
     used: int = 0
     notes: list[str] = field(default_factory=list)
     words_spread: int = 0  # words the alignment found no times for (alignment.py)
@@ -72,13 +71,10 @@ def voice_windows(speech_s: float) -> int:
 
 
 @contextmanager
-def counting(duration_s: float, *, strict: bool = True, request_id: str = "") -> Iterator[WindowCounter]:
+def counting(duration_s: float, *, request_id: str = "") -> Iterator[WindowCounter]:
     """``with counting(duration) as counter:`` counts the encoder windows run inside the block
     (this thread or task only: concurrent requests each have their own counter)."""
-    budget = window_budget(duration_s)
-    if not strict:  # decoding stops at the budget, and the windows left, at most one per 30 s, are
-        budget -= max(1, math.ceil(duration_s / 30))  # still encoded (transformers' long-form generate)
-    counter = WindowCounter(budget, strict, request_id=request_id)
+    counter = WindowCounter(window_budget(duration_s), request_id=request_id)
     with request_state.opened(counter=counter):
         yield counter
 
@@ -88,7 +84,7 @@ def count(windows: int) -> None:
     counter = _counter()
     if counter is None:
         return
-    if counter.strict and counter.used + windows > counter.budget:
+    if counter.used + windows > counter.budget:
         raise BudgetSpent(f"{counter.budget} encoder windows")
     counter.used += windows
 

@@ -9,9 +9,9 @@
   applied to its segments (``keep``).
 - transformers: ``temperature`` > 0 samples (0: greedy, no fallback schedule, as before); hotwords are
   a prompt before ``initial_prompt`` (what faster-whisper does with them: both go after
-  ``<|startofprev|>``, in one budget: tokens.py); ``condition_on_previous_text`` reaches long-form
-  generate (CPU long audio); ``no_speech_threshold``, when set, applies Whisper's rule to the windows
-  as confidence.py scores them (transformers' own needs a log-probability fallback).
+  ``<|startofprev|>``, in one budget: tokens.py); long audio is decoded in windows as on ctranslate2,
+  batched (never conditioned on the previous window); ``no_speech_threshold``, when set, applies Whisper's
+  rule to the windows as confidence.py scores them (transformers' own needs a log-probability fallback).
 """
 
 from __future__ import annotations
@@ -60,14 +60,8 @@ def keep(segment, no_speech_threshold: float) -> bool:
     return not (segment.no_speech_prob > no_speech_threshold and segment.avg_logprob < LOGPROB_THRESHOLD)
 
 
-def transformers_kwargs(options: InferenceConfig, *, long_form: bool, warnings: list[str]) -> dict:
+def transformers_kwargs(options: InferenceConfig) -> dict:
     kwargs: dict = {"do_sample": options.temperature > 0}
     if options.temperature > 0:
         kwargs["temperature"] = options.temperature
-    if "condition_on_previous_text" in options.model_fields_set:
-        if long_form:
-            kwargs["condition_on_prev_tokens"] = options.condition_on_previous_text
-        else:
-            warnings.append("condition_on_previous_text applies to long audio decoded window after window "
-                            "(transformers: long-form generate); this request was decoded without it")
     return kwargs

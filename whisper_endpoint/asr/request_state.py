@@ -18,8 +18,7 @@ from typing import Any
 @dataclass
 class RequestState:
     counter: Any = None  # the request's encoder windows and their bound (cost.WindowCounter)
-    encoder_outputs: dict | None = None  # CTranslate2: outputs kept from detection (ctranslate2/encoder_cache.py)
-    windows: Any = None  # transformers: the windows its pipeline reports (transformers/transformers_backend.py)
+    encoder_outputs: dict | None = None  # outputs kept from language detection (asr/encoder_outputs.py)
     vad_probabilities: dict | None = None  # the VAD's, per audio it heard (speech.py: ``heard_once``)
 
 

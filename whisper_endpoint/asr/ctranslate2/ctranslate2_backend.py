@@ -19,9 +19,9 @@ import logging
 import ctranslate2
 import numpy as np
 
-from whisper_endpoint.asr import cost, decoding_options, tokens
+from whisper_endpoint.asr import cost, decoding_options, encoder_outputs, tokens
 from whisper_endpoint.asr.base import EngineSetup, check_language_options
-from whisper_endpoint.asr.ctranslate2 import batched, encoder_cache, sequential
+from whisper_endpoint.asr.ctranslate2 import batched, sequential
 from whisper_endpoint.asr.ctranslate2.decode_state import DecodeState
 from whisper_endpoint.asr.ctranslate2.language_detection import LanguageDetector
 from whisper_endpoint.asr.ctranslate2.model import CountingModel
@@ -86,7 +86,7 @@ class CTranslate2Backend:
             **decoding_options.faster_whisper_kwargs(options),
         )
         with cost.counting(duration, request_id=context.request_id) as counter, \
-                encoder_cache.active(self.model.model.device == "cpu"):
+                encoder_outputs.active(self.model.model.device == "cpu"):
             state = DecodeState(self.model, samples, options, kwargs, context, counter)
             detector = LanguageDetector(self.model, options.languages)
             if duration > window_s:

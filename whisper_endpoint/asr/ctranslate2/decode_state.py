@@ -9,14 +9,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from whisper_endpoint.asr import cost, decoding_options, tokens
+from whisper_endpoint.asr import cost, tokens
 from whisper_endpoint.asr.ctranslate2.model import CountingModel, consume
-from whisper_endpoint.asr.long_form import window_fallback, windows
+from whisper_endpoint.asr.long_form import recovery, window_fallback, windows
 from whisper_endpoint.core.config import InferenceConfig
 from whisper_endpoint.core.decode_context import DecodeContext
 from whisper_endpoint.core.types import SAMPLE_RATE
-
-RETRY_TEMPERATURES = 3  # a failed window's decodes again go at most this far down the fallback schedule
 
 
 @dataclass
@@ -56,13 +54,10 @@ class DecodeState:
 def retry(kwargs: dict) -> dict:
     """A failed window's second decode: sequential, with the temperature fallback, without the previous
     text (a loop feeds on it), the best of two samples at each temperature above 0. The fallback goes
-    hotter on repetition (compression ratio) only, and at most ``RETRY_TEMPERATURES`` deep: on a language
-    the model knows poorly every temperature is unlikely, and the whole schedule with the log-probability
-    test costs several times the window's first decode (docs/long_form_accuracy.md)."""
-    temperature = kwargs["temperature"]
-    schedule = temperature if isinstance(temperature, list) else \
-        [temperature, *(t for t in decoding_options.FALLBACK_TEMPERATURES if t > temperature)]
-    return {**kwargs, "temperature": schedule[:RETRY_TEMPERATURES], "condition_on_previous_text": False,
+    hotter on repetition (compression ratio) only, and not far down the schedule (recovery.py's
+    ``retry_temperatures``)."""
+    return {**kwargs, "temperature": recovery.retry_temperatures(kwargs["temperature"]),
+            "condition_on_previous_text": False,
             "initial_prompt": None, "best_of": 2, "log_prob_threshold": None}
 
 

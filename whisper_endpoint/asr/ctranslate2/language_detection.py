@@ -1,7 +1,7 @@
 """Whisper's language token on CTranslate2, over a window, over each span of speech in it, or over a
 voice's speech packed into one window (asr/languages/ decides from what this hears).
 
-A window (30 s at most) is encoded once, through the request's encoder cache (encoder_cache.py), so
+A window (30 s at most) is encoded once, through the request's kept encoder outputs (asr/encoder_outputs.py), so
 the decoding of the same window reuses it. The language of one span in it is Whisper's language token
 over the encoder frames of that span alone (20 ms a frame): the decoder's cross-attention takes any
 number of frames, and the frames outside the span (the other speakers' turns, in other languages) are
@@ -15,7 +15,7 @@ import ctranslate2
 import numpy as np
 from faster_whisper.audio import pad_or_trim
 
-from whisper_endpoint.asr.ctranslate2 import encoder_cache
+from whisper_endpoint.asr import encoder_outputs
 from whisper_endpoint.asr.languages.span_languages import FRAMES_PER_SECOND, SpanLanguage, restricted
 from whisper_endpoint.core.types import SAMPLE_RATE
 
@@ -45,7 +45,7 @@ class LanguageDetector:
 
     def forget(self, audio: np.ndarray, start: float, end: float) -> None:
         """The window's kept encoder output is dropped (it was cut in pieces: not asked for again)."""
-        encoder_cache.forget(_window_features(self.model, audio, start, end))
+        encoder_outputs.forget(_window_features(self.model, audio, start, end))
 
     def _span(self, encoded: np.ndarray, window_start: float, span: tuple[float, float],
               window: SpanLanguage) -> SpanLanguage:

@@ -143,21 +143,6 @@ def mendable(decoded: Decoded) -> bool:
     return failure(replace(decoded, avg_logprob=None)) is not None
 
 
-def failed_stretches(segments, window_s: float) -> list[tuple[float, float, str]]:
-    """Where a transcript decoded without windows of its own (the transformers pipeline) fails: its
-    segments grouped by ``window_s`` seconds of time, each group judged on its text alone (the pipeline
-    gives no log-probability, and no VAD ran): (start, end, why) of each that fails."""
-    groups: dict[int, list] = {}
-    for segment in segments:
-        groups.setdefault(int(segment.start // window_s), []).append(segment)
-    found = []
-    for _, group in sorted(groups.items()):
-        reason = failure(Decoded("".join(s.text for s in group)))
-        if reason is not None:
-            found.append((group[0].start, group[-1].end, reason))
-    return found
-
-
 def rank(decoded: Decoded) -> tuple:
     """Sort key, best first: a decode that passes, the most likely first; of those that failed, the one
     that repeats least (a loop is likely to its decoder: its log-probability would pick it)."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from whisper_endpoint.asr import decoding_options
 from whisper_endpoint.asr.long_form import failed_windows
 from whisper_endpoint.asr.long_form.windows import Window
 from whisper_endpoint.core.types import SAMPLE_RATE
@@ -31,6 +32,7 @@ PIECE_S = 10.0  # pieces of a window cut at its pauses: short enough that a loop
 # The pieces a request may decode again past its first failed window, as a share of its windows: a piece
 # costs about a window decoded once, so the windows after the first add at most ~30% to the first decode.
 BUDGET_SHARE = 0.3
+RETRY_TEMPERATURES = 3  # a failed window's decodes again go at most this far down the fallback schedule
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,15 @@ class Recovered:
     recovered: bool  # False: every decode failed; the least bad is kept and a warning is due
     reason: str  # why the first decode failed
     kept: str  # which decode was kept: "alone" (the window decoded again whole), "pieces" or "first"
+
+
+def retry_temperatures(temperature: float | list[float]) -> list[float]:
+    """A failed window's temperatures when decoded again: the request's fallback schedule, at most
+    ``RETRY_TEMPERATURES`` deep. On a language the model knows poorly every temperature is unlikely, and the
+    whole schedule costs several times the window's first decode (docs/long_form_accuracy.md)."""
+    schedule = temperature if isinstance(temperature, list) else \
+        [temperature, *(t for t in decoding_options.FALLBACK_TEMPERATURES if t > temperature)]
+    return list(schedule[:RETRY_TEMPERATURES])
 
 
 def judged(segments: Sequence, speech_s: float | None) -> failed_windows.Decoded:

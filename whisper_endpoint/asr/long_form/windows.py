@@ -104,3 +104,8 @@ def shifted(segment, offset: float):
     for word in segment.words or ():
         word.start, word.end = word.start + offset, word.end + offset
     return segment
+
+
+def audio_of(audio: np.ndarray, start: float, end: float) -> np.ndarray:
+    """The samples of ``audio`` from ``start`` to ``end`` seconds."""
+    return audio[round(start * SAMPLE_RATE): round(end * SAMPLE_RATE)]

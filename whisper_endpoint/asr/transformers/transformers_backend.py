@@ -7,26 +7,16 @@ is switched on a model while requests run, so requests on several threads need n
 builds its own generation state (transformers copies the generation config and makes a new cache per
 ``generate``), and the models, feature extractor and tokenizer are only read.
 
-Audio longer than one window: on CUDA the pipeline cuts it into overlapping 30 s chunks decoded
-``batch_size`` at a time (a GPU decodes a batch in about the time of one chunk). On CPU, or with
-``batch_size`` 1, Whisper's own long-form ``generate`` decodes it window after window, each
-conditioned on the previous text, as faster-whisper does: a CPU gains little from batching, and
-the measured comparison is in results/transformers.json.
+The windows, their languages and their recovery are the CTranslate2 backend's (windowed.py): audio longer
+than one window is decoded as packed speech, ``batch_size`` windows at a time (a GPU decodes a batch in
+about the time of one window), each window in its language (language_detection.py, asr/languages/) and
+judged, a failed one decoded again; audio within one window is one such window. A window's encoder output
+from language detection is reused by its decoding (kept_encoder.py).
 
 Speculative decoding (``assisted: true``) takes an assistant with the main model's tokenizer: a
 decoder-only model sharing the main encoder (distil-whisper style, ``WhisperForCausalLM``) or a
-smaller full Whisper. transformers' assisted generation needs batch size 1, so assisted requests
-decode their windows one at a time, and the response says so.
-
-The request's ``DecodeContext`` hears of every encoder call (a window, or a batch of chunks) through a
-hook on the encoders, which is also where a decode is stopped; the total is an estimate (long-form
-generate seeks as far as each window's text reaches). The segments come when the pipeline ends, in
-one report: transformers returns no text before it has decoded every window.
-
-Encoder windows are counted for the request's cost by a second hook (cost.py). Long-form ``generate``
-seeks window after window inside transformers, where it cannot be stopped between windows: once the
-request's window budget is spent a stopping rule ends each further decode at its first token, so the
-windows left are encoded but not decoded (at most one per 30 s, which cost.py's budget keeps room for).
+smaller full Whisper. transformers' assisted generation needs batch size 1 and greedy decoding, so
+assisted requests decode their windows one at a time, greedy, and the response says so.
 """
 
 from __future__ import annotations
@@ -34,20 +24,19 @@ from __future__ import annotations
 import copy
 import itertools
 import logging
-import math
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from transformers import StoppingCriteria, StoppingCriteriaList
 
-from whisper_endpoint.asr import cost, decoding_options, request_state, speech, tokens
+from whisper_endpoint.asr import cost, decoding_options, encoder_outputs, tokens
 from whisper_endpoint.asr.base import EngineSetup, check_language_options
-from whisper_endpoint.asr.long_form import failed_windows, window_fallback
-from whisper_endpoint.asr.transformers import confidence, output
+from whisper_endpoint.asr.languages import language_parts
+from whisper_endpoint.asr.long_form import windows
+from whisper_endpoint.asr.transformers import confidence, kept_encoder, windowed
 from whisper_endpoint.asr.transformers.assistant import load_assistant
 from whisper_endpoint.asr.transformers.features import WindowFeatureExtractor
+from whisper_endpoint.asr.transformers.language_detection import LanguageDetector
 from whisper_endpoint.asr.transformers.transformers_onsets import at_onsets
 from whisper_endpoint.asr.word_times import word_edges, word_spread
 from whisper_endpoint.core.config import InferenceConfig
@@ -79,8 +68,10 @@ logger = logging.getLogger(__name__)
 class TransformersBackend:
     name = "transformers"
 
-    def __init__(self, model_path: Path, setup: EngineSetup, assistant: tuple[Path, str | None] | None = None):
-        """``assistant``: the assistant model's folder and the name it was asked by."""
+    def __init__(self, model_path: Path, setup: EngineSetup, assistant: tuple[Path, str | None] | None = None,
+                 voices: language_parts.Voices | None = None):
+        """``assistant``: the assistant model's folder and the name it was asked by; ``voices``: groups speech
+        by speaker for the languages' rule (language_parts.py)."""
         import torch
 
         model_name, device = setup.model_name, setup.device
@@ -109,8 +100,8 @@ class TransformersBackend:
         self.pipe = _asr_pipeline(self.model, tokenizer, features, device)
         self.word_pipe = _asr_pipeline(at_onsets(_eager_twin(self.model)), tokenizer, features, device)
         for pipe in (self.pipe, self.word_pipe):
-            pipe.model.get_encoder().register_forward_pre_hook(_before_window, with_kwargs=True)
-            pipe.model.get_encoder().register_forward_pre_hook(_count_windows, with_kwargs=True)
+            kept_encoder.install(pipe.model.get_encoder())
+        self.voices = voices
         self.model_name = model_name
         self.model_path = model_path  # its files' digest is in a kept block's key (blocks/saved.py)
         self.assistant_name = assistant[1] if assistant is not None else None
@@ -127,80 +118,83 @@ class TransformersBackend:
         warnings: list[str] = []
         duration = len(samples) / SAMPLE_RATE
         window_s = cost.window_length(options, duration, warnings)
-        if options.language is None and len(options.languages or ()) > 1:  # issue 58: ctranslate2 only
-            warnings.append("a language per segment needs the ctranslate2 backend: the transformers backend decodes "
-                            "the whole input in the one language it detects among 'languages'")
-        with cost.counting(duration, strict=False, request_id=context.request_id) as counter:
-            options, probability = self._with_language(samples, options)
-            generate_kwargs = self._generate_kwargs(samples, options, warnings)
+        long_audio = duration > window_s
+        with cost.counting(duration, request_id=context.request_id) as counter, \
+                encoder_outputs.active(self.device == "cpu"):
+            generate_kwargs = self._generate_kwargs(options, warnings, long_audio)
             request = _Request(samples, options, window_s, context, warnings, generate_kwargs)
-            stop = _StopWhenSpent(counter)
-            decoded, decoding, windows = self._run(request, stop)
-            segments = output.segments(decoded, decoding.pop("timestamps"), duration)
+            decoder = windowed.Decoder(self, request, counter)
+            detector = LanguageDetector(self, options.languages) if self.is_multilingual else None
+            if long_audio:
+                plan = self._plan(samples, window_s, options, detector)
+                batch_size = self._batch_size(options, generate_kwargs, warnings)
+                segments, language, probability = decoder.plan(
+                    language_parts.cut_for_decoding(detector, plan, duration), batch_size)
+                warnings += decoding_options.batched_warnings(options)
+            else:
+                plan = self._speech_language(samples, window_s, options, detector)
+                if plan.mixed:  # several languages: decoded as long audio is
+                    segments, language, probability = decoder.plan(
+                        language_parts.cut_for_decoding(detector, plan, duration), 1)
+                else:
+                    language, probability = plan.language, plan.probability
+                    segments = decoder.one_window(language)
+            decoding = decoder.decoding
             if options.return_timestamps == "word":  # word ends next to pauses, from the signal (issue 59)
                 segments, counter.words_spread = word_spread.spread_missing(segments)  # decoded without them
                 segments = word_edges.snapped(segments, samples)
             segments = self._confidence(request, segments, decoding)  # counted too
-        warnings += _failed_notes(segments, window_s, decoding) + counter.notes + cost.spread_note(counter)
-        context.report(windows.done, windows.total, segments)
-        if stop.fired:
-            reached = max((s.end for s in segments if s.text.strip()), default=0.0)
-            warnings.append(cost.stopped_note(duration, reached))
-        decoding.update(encoder_windows=counter.used, backend=self.name, model=self.model_name, device=self.device,
+        if decoding.pop("stopped"):
+            counter.notes.append(cost.stopped_note(duration, max((s.end for s in segments), default=0.0)))
+        warnings += counter.notes + cost.spread_note(counter)
+        decoding.update(assisted="assistant_model" in generate_kwargs, encoder_windows=counter.used,
+                        backend=self.name, model=self.model_name, device=self.device,
                         dtype=str(self.dtype).removeprefix("torch."))
-        return Transcript(segments=segments, language=generate_kwargs.get("language", "en"),
-                          language_probability=probability, decoding=decoding, warnings=warnings)
+        return Transcript(segments=segments, language=language,
+                          language_probability=probability if options.language is None and self.is_multilingual
+                          else None, decoding=decoding, warnings=warnings)
 
-    def _run(self, request: _Request, stop: _StopWhenSpent):
-        """The pipeline's run: its output, the ``decoding`` block so far, and the windows it reported."""
-        samples, options, window_s = request.samples, request.options, request.window_s
-        generate_kwargs, warnings = request.generate_kwargs, request.warnings
-        long_audio = len(samples) > window_s * SAMPLE_RATE
-        assisted = "assistant_model" in generate_kwargs
-        # Assisted decoding has no timestamps (see _generate_kwargs), and long-form generate needs
-        # them: assisted long audio is chunked, one chunk at a time.
-        chunked = long_audio and (assisted or self._chunks_long_audio(options.batch_size))
-        generate_kwargs.update(
-            decoding_options.transformers_kwargs(options, long_form=long_audio and not chunked, warnings=warnings))
-        batch_size = cost.batch_size(options, self.max_batch_size, warnings) if chunked and not assisted else 1
-        if long_audio and assisted and options.batch_size != 1:
-            warnings.append(
-                f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not used)"
-            )
-        timestamps = {"none": False, "segment": True, "word": "word"}[options.return_timestamps]
-        if long_audio and not chunked:
-            timestamps = timestamps or True  # long-form generate finds its windows with timestamp tokens
-            generate_kwargs["stopping_criteria"] = StoppingCriteriaList([stop])
-        windows = _Windows(request.context, _windows_total(len(samples) / SAMPLE_RATE, window_s if chunked else None))
+    def _plan(self, samples: np.ndarray, window_s: float, options: InferenceConfig,
+              detector: LanguageDetector | None) -> language_parts.LanguagePlan:
+        """The language asked for, or each span's (language_parts.py) over the windows of packed speech."""
+        packed = windows.pack_speech(samples, window_s)
+        if options.language is not None or detector is None or not packed.windows:
+            return language_parts.given(options.language or "en", packed)
+        return language_parts.plan(detector, packed, self.voices)
 
-        used = stop.counter.used
+    def _speech_language(self, samples: np.ndarray, window_s: float, options: InferenceConfig,
+                         detector: LanguageDetector | None) -> language_parts.LanguagePlan:
+        """The languages of the speech in one window, on the window's own encoder output (kept for its
+        decoding): over the speech's frames only, or over the whole window with drop_non_speech false."""
+        empty = windows.PackedSpeech(np.zeros(0, dtype=np.float32), [], [])
+        if options.language is not None or detector is None:
+            return language_parts.given(options.language or "en", empty)
+        if options.drop_non_speech:
+            return language_parts.plan_one_window(detector, samples, window_s)
+        window, _ = detector.window(samples, 0.0, len(samples) / SAMPLE_RATE, [])
+        return language_parts.LanguagePlan(window.language, window.confidence, empty)
 
-        def decode(attempt: tuple[str, object, dict]) -> tuple[dict, str]:
-            kind, returned, kwargs = attempt
-            pipe = self.word_pipe if kind == "word" else self.pipe
-            # A try starts over: its windows, and its share of the bound, as the first try's (a failed try's
-            # work is lost, and the bound stops runaway decoding, not a retry).
-            windows.done, stop.counter.used = 0, used
-            with windows.counting():
-                return pipe({"raw": samples, "sampling_rate": SAMPLE_RATE},
-                            chunk_length_s=window_s if chunked else None, batch_size=batch_size,
-                            return_timestamps=returned, generate_kwargs=kwargs), kind
+    def _batch_size(self, options: InferenceConfig, generate_kwargs: dict, warnings: list[str]) -> int:
+        """Windows decoded at once: the request's (within the deployment's bound) where a GPU pays for it;
+        one at a time on a CPU (it gains little from batching) and with the assistant (transformers'
+        assisted generation takes one sequence)."""
+        if "assistant_model" in generate_kwargs:
+            if options.batch_size != 1 and "batch_size" in options.model_fields_set:
+                warnings.append(f"assisted decoding runs at batch size 1 (batch_size {options.batch_size} was not "
+                                "used)")
+            return 1
+        return cost.batch_size(options, self.max_batch_size, warnings) if self._batches_pay() else 1
 
-        output, kind = window_fallback.first_that_works(
-            decode, _attempts(options.return_timestamps, timestamps, generate_kwargs),
-            f"the input of {len(samples) / SAMPLE_RATE:.1f} s", stop.counter, given_up=({"text": ""}, "none"))
-        decoding = {"mode": "chunked" if chunked else "sequential", "batch_size": batch_size, "assisted": assisted,
-                    "timestamps": kind}
-        if chunked:
-            decoding["chunk_length_s"] = window_s
-        return output, decoding, windows
+    def _batches_pay(self) -> bool:
+        return self.device == "cuda"
 
-    def _chunks_long_audio(self, batch_size: int) -> bool:
-        """Chunked batches where they pay (a GPU with batch_size > 1), long-form generate elsewhere."""
-        return self.device == "cuda" and batch_size > 1
-
-    def _generate_kwargs(self, samples: np.ndarray, options: InferenceConfig, warnings: list[str]) -> dict:
-        kwargs: dict = {"num_beams": options.beam_size}
+    def _generate_kwargs(self, options: InferenceConfig, warnings: list[str], long_audio: bool) -> dict:
+        """generate's options for every window of the request; long audio decodes with the CTranslate2
+        backend's beam (decoding_options.py), but greedy when the assistant is asked for and no beam is."""
+        beam = decoding_options.beam_size(options, long_form=long_audio)
+        if options.assisted and self.assistant is not None and "beam_size" not in options.model_fields_set:
+            beam = 1
+        kwargs: dict = {"num_beams": beam, **decoding_options.transformers_kwargs(options)}
         if self.is_multilingual:  # English-only models reject task/language
             kwargs["task"] = options.task
             kwargs["language"] = options.language
@@ -212,7 +206,7 @@ class TransformersBackend:
         if options.assisted:
             if self.assistant is None:
                 warnings.append("'assisted' needs ASSISTANT_MODEL; decoded unassisted")
-            elif options.beam_size > 1:
+            elif beam > 1:
                 warnings.append("assisted decoding is greedy only; beam search ran unassisted")
             elif options.return_timestamps != "none":
                 # Measured with real weights (base assisting itself): with timestamp tokens the assisted
@@ -257,92 +251,6 @@ class TransformersBackend:
         start = self.tokenizer.convert_tokens_to_ids("<|startofprev|>")
         return torch.tensor([start, *hotwords.ids, *prompt.ids], device=self.device)
 
-    def _with_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[InferenceConfig, float | None]:
-        """The options with the language set (detected when not given, multilingual models) and how sure
-        the detection was (None when nothing was detected)."""
-        if options.language is not None or not self.is_multilingual:
-            return options, None
-        language, probability = self._detect_language(samples, options)
-        return options.model_copy(update={"language": language}), probability
-
-    def _detect_language(self, samples: np.ndarray, options: InferenceConfig) -> tuple[str, float]:
-        """Whisper's language detection on the first 30 s of speech (of audio with drop_non_speech: false),
-        once for the whole input, and how sure it is.
-
-        One language for all chunks, as faster-whisper does (and the pipeline's own per-chunk
-        language output breaks its batching: IndexError with batch_size > 1).
-        """
-        import torch
-
-        audio = speech.find_speech(samples).audio(samples) if options.drop_non_speech else samples
-        window = audio[: self.pipe.feature_extractor.n_samples]
-        features = self.pipe.feature_extractor(window, sampling_rate=SAMPLE_RATE, return_tensors="pt").input_features
-        config = self.model.generation_config
-        start = torch.tensor([[config.decoder_start_token_id]], device=self.device)
-        with torch.inference_mode():
-            logits = self.model(input_features=features.to(self.device, self.dtype), decoder_input_ids=start,
-                                use_cache=False).logits[0, -1]
-        ids = [i for token, i in config.lang_to_id.items()
-               if not options.languages or token.strip("<|>") in options.languages]
-        probabilities = torch.softmax(logits[ids].float(), dim=-1)
-        best = int(probabilities.argmax())
-        return self.tokenizer.convert_ids_to_tokens(ids[best]).strip("<|>"), float(probabilities[best])
-
-
-class _Windows:
-    """One request's windows, counted by the encoders' hook inside ``with windows.counting():``
-    (this thread only: requests on other threads count their own)."""
-
-    def __init__(self, context: DecodeContext, total: int):
-        self.context, self.total, self.done = context, total, 0
-
-    @contextmanager
-    def counting(self):
-        with request_state.opened(windows=self):
-            yield
-
-
-def _before_window(module, args, kwargs) -> None:
-    """Encoder pre-hook: report the windows decoded so far (a stop asked for raises here), then count
-    this call's windows. Calls outside a request's pipeline (language detection) are not counted."""
-    state = request_state.current()
-    windows = None if state is None else state.windows
-    features = kwargs.get("input_features", args[0] if args else None)
-    if windows is None or features is None:
-        return
-    windows.context.report(windows.done, windows.total)
-    windows.done += features.shape[0]
-
-
-def _count_windows(module, args, kwargs) -> None:
-    """Encoder pre-hook: every call encodes a batch of 30 s windows, counted for the request's cost."""
-    features = kwargs.get("input_features", args[0] if args else None)
-    if features is not None:
-        cost.count(features.shape[0])
-
-
-class _StopWhenSpent(StoppingCriteria):
-    """Ends a decode at once when the request's window budget is spent (long-form generate)."""
-
-    def __init__(self, counter: cost.WindowCounter):
-        self.counter, self.fired = counter, False
-
-    def __call__(self, input_ids, scores, **kwargs):
-        import torch
-
-        spent = self.counter.used > self.counter.budget
-        self.fired = self.fired or spent
-        return torch.full((input_ids.shape[0],), spent, dtype=torch.bool, device=input_ids.device)
-
-
-def _windows_total(duration: float, chunk_length_s: float | None) -> int:
-    """Windows the pipeline will encode: 30 s each for long-form generate (more when a window's text
-    stops early), or the chunked pipeline's chunks (a sixth of a chunk overlaps on each side)."""
-    if chunk_length_s is None:
-        return max(1, math.ceil(duration / 30))
-    step = chunk_length_s * 2 / 3
-    return 1 + max(0, math.ceil((duration - chunk_length_s) / step))
-
 
 def _asr_pipeline(model, tokenizer, features, device: str):
     from transformers import pipeline
@@ -361,24 +269,3 @@ def _eager_twin(model):
     twin = copy.deepcopy(model, memo=shared)
     set_attention(twin, "eager")
     return twin.eval()
-
-
-def _failed_notes(segments: list[Segment], window_s: float, decoding: dict) -> list[str]:
-    """Stretches of the transcript that fail the repetition check (failed_windows.py), said in the response:
-    this backend does not decode them again (the ctranslate2 backend does, issue 57)."""
-    failed = failed_windows.failed_stretches(segments, window_s)
-    decoding.update(windows_decoded_again=0, windows_not_recovered=len(failed))
-    return [f"the transcript from {start:.1f} s to {end:.1f} s failed ({why}) and was not decoded again (the "
-            "transformers backend does not; the ctranslate2 backend does): its text may repeat or miss words"
-            for start, end, why in failed]
-
-
-def _attempts(asked: str, timestamps, generate_kwargs: dict) -> list[tuple[str, tuple]]:
-    """The pipeline's tries (window_fallback.py): as asked, then without word times, then greedy; each
-    (what it is, (the timestamps it gives, the pipeline's return_timestamps, generate's options))."""
-    plain = ("segment" if asked == "word" else asked, True if timestamps == "word" else timestamps, generate_kwargs)
-    greedy = (*plain[:2], {**generate_kwargs, "num_beams": 1})
-    tries = [("as asked", (asked, timestamps, generate_kwargs)), ("without word times", plain),
-             ("greedy without word times", greedy)]
-    return [(how, attempt) for index, (how, attempt) in enumerate(tries)
-            if all(attempt != earlier for _, earlier in tries[:index])]
