@@ -5,6 +5,8 @@ The floor is tested by scripts/check_lowest.sh, which runs the transformers back
 
 from __future__ import annotations
 
+import logging
+
 import transformers
 from packaging.version import Version
 
@@ -65,3 +67,19 @@ def skip_unloadable_torchcodec() -> None:
         import torchcodec.decoders  # noqa: F401
     except Exception:  # OSError or RuntimeError, depending on the torchcodec release
         asr_pipeline.is_torchcodec_available = lambda: False
+
+
+class _WhisperLengthNotice(logging.Filter):
+    """Whisper's ``generate`` sets ``max_length`` itself, so transformers warns on every call that is given
+    ``max_new_tokens`` that both were set (a token cap: asr/transformers/windowed.py). The cap is ours and
+    takes precedence, as the notice says: it is dropped, every other warning kept."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Both `max_new_tokens`")
+
+
+def quiet_length_notice() -> None:
+    """Drop transformers' "both max_new_tokens and max_length" notice (once per process)."""
+    logger = logging.getLogger("transformers.generation.utils")
+    if not any(isinstance(f, _WhisperLengthNotice) for f in logger.filters):
+        logger.addFilter(_WhisperLengthNotice())

@@ -33,7 +33,8 @@ def scored(backend, samples: np.ndarray, segments: list[Segment], generate_kwarg
     TransformersBackend that decoded them."""
     result, windows = [], 0
     for group in _groups(segments):
-        scores = _score(backend, samples, group, generate_kwargs)
+        language = group[0].language or generate_kwargs.get("language")  # the language it was decoded in
+        scores = _score(backend, samples, group, {**generate_kwargs, "language": language})
         windows += scores is not None
         for segment, (words, window) in zip(group, scores or [(s.words, {}) for s in group]):
             result.append(replace(segment, words=words, compression_ratio=compression_ratio(segment.text.strip()),

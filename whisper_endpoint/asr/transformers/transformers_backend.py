@@ -45,6 +45,7 @@ from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.core.types import SAMPLE_RATE, Segment, Transcript
 from whisper_endpoint.weights.transformers_compat import (
     dtype_argument,
+    quiet_length_notice,
     set_attention,
     skip_unloadable_torchcodec,
 )
@@ -94,6 +95,7 @@ class TransformersBackend:
         self.model = model.to(device).eval()
         self.max_batch_size = setup.max_batch_size
         skip_unloadable_torchcodec()
+        quiet_length_notice()
         self.tokenizer = tokenizer
         if self.tokenizer.pad_token is None:  # batching pads with it; Whisper pads with <|endoftext|>
             self.tokenizer.pad_token = self.tokenizer.eos_token
