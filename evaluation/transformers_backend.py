@@ -14,7 +14,8 @@ default, the same windows in batches of 4, run here on the CPU, with segment and
 
 Speculative decoding with real weights: the model assisting itself (``ASSISTANT_MODEL`` the same embedded
 model: every draft accepted, so no faster, but every token still verified), greedy without timestamps,
-on the clips and on the long audio: the assisted text must be the model's own.
+on the clips, the long audio and, for base, the loops evaluation's files and the mixed-language check
+set: the assisted text must be the model's own.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIPS = ROOT / "audio" / "clips"
+# Long files for the assisted check: the loops evaluation's and the mixed-language check set's.
+LONG_FILES = [*(f"stress/{p.stem}" for p in sorted((ROOT / "audio" / "stress").glob("*.flac"))),
+              "dialogues/fillets_barrel", "dialogues/fillets_cave", "dialogues/flite_meeting",
+              "mixed/mixed_cs_en_emulator", "mixed/mixed_en_nl_cs_propulsion"]
 
 
 def _timed(fn, items):
@@ -85,7 +90,6 @@ def evaluate(name: str) -> dict:
     (chunked_words,), chunked_words_s = _timed(
         lambda p: handler_long(p, batched=True), [{**long_params, "return_timestamps": "word"}]
     )
-    del handler
     assisted = _assisted(name, audio, joined)
     (raw_long,), raw_long_s = _timed(
         lambda a: raw_pipe(a.copy(), return_timestamps=True, generate_kwargs={"num_beams": 1})["text"], [joined]
@@ -118,33 +122,36 @@ def evaluate(name: str) -> dict:
 
 
 def _assisted(name: str, clips: list, joined) -> dict:
-    """The model assisting itself: assisted and unassisted texts, greedy without timestamps."""
+    """The model assisting itself: assisted and unassisted texts, greedy without timestamps, on the clips,
+    the joined clips and (multilingual models) the long files of the loops and mixed-language checks."""
+    from whisper_endpoint.audio.decode import decode_file
     from whisper_endpoint.core.config import ModelSettings
     from whisper_endpoint.handler import EndpointHandler
 
     handler = EndpointHandler(settings=ModelSettings(asr_model=f"embedded:{name}", asr_backend="transformers",
                                                      assistant_model=f"embedded:{name}"))
-    params = {"return_timestamps": "none", "beam_size": 1}
+    longs = {"joined clips": joined}
+    if handler.asr.is_multilingual:
+        longs |= {stem: decode_file((ROOT / "audio" / f"{stem}.flac").read_bytes(), max_seconds=3600).samples
+                  for stem in LONG_FILES}
 
-    def texts(audio, assisted: bool):
-        found = [handler({"inputs": {"array": a, "sampling_rate": 16000},
-                          "parameters": {**params, "assisted": assisted}}) for a in audio]
-        assert all(r["decoding"]["assisted"] == assisted for r in found)
-        return [r["text"] for r in found]
+    def text(audio, assisted: bool) -> str:
+        found = handler({"inputs": {"array": audio, "sampling_rate": 16000},
+                         "parameters": {"return_timestamps": "none", "beam_size": 1, "assisted": assisted}})
+        assert found["decoding"]["assisted"] == assisted
+        return found["text"]
 
-    (plain, plain_s), (helped, helped_s) = (_timed_all(texts, clips, flag) for flag in (False, True))
-    (plain_long, plain_long_s), (helped_long, helped_long_s) = (_timed_all(texts, [joined], flag)
-                                                                for flag in (False, True))
+    seconds, texts = {}, {}
+    for label, items in (("clips", clips), *((stem, [audio]) for stem, audio in longs.items())):
+        for assisted in (False, True):
+            started = time.process_time()
+            texts[label, assisted] = [text(audio, assisted) for audio in items]
+            seconds[f"{label}{' assisted' if assisted else ''}"] = round(time.process_time() - started, 1)
     return {"assistant": f"embedded:{name} (itself)",
-            "clips_identical": sum(a == b for a, b in zip(plain, helped)), "clips": len(clips),
-            "long_identical": plain_long == helped_long,
-            "seconds": {"clips": plain_s, "clips_assisted": helped_s, "long": plain_long_s,
-                        "long_assisted": helped_long_s}}
-
-
-def _timed_all(fn, items, flag):
-    started = time.perf_counter()
-    return fn(items, flag), round(time.perf_counter() - started, 1)
+            "clips_identical": sum(a == b for a, b in zip(texts["clips", False], texts["clips", True])),
+            "clips": len(clips),
+            "long_identical": {stem: texts[stem, False] == texts[stem, True] for stem in longs},
+            "cpu_s": seconds}
 
 
 def main(argv: list[str]) -> int:
