@@ -93,10 +93,20 @@ def heard_once() -> Iterator[None]:
         yield
 
 
+DC_POLE = 0.995  # the DC blocker's pole: a high-pass at about 13 Hz, far below speech
+
+
 def without_offset(audio: np.ndarray) -> np.ndarray:
-    """``audio`` less its mean: a constant offset hides speech from Silero, and an A-law line has one (its
-    codes have no zero): 0.00017 of full scale lost a quarter of a dialogue's speech (docs/rooms.md)."""
-    return audio - np.float32(audio.mean()) if audio.size else audio
+    """``audio`` through a DC blocker: an offset hides speech from Silero. An A-law line has one (its codes
+    have no zero: 0.00017 of full scale lost a quarter of a dialogue's speech, docs/rooms.md), and a voice
+    may carry its own (flite's: the file's mean 0.0035). Taken out where it is, not as the file's mean: a
+    loud voice's offset taken out of the whole file put one on its quiet speakers, whose speech went unheard."""
+    from scipy.signal import lfilter
+
+    if not audio.size:
+        return audio
+    return lfilter(np.array([1.0, -1.0], np.float32), np.array([1.0, -DC_POLE], np.float32),
+                   np.asarray(audio, dtype=np.float32))
 
 
 class _HeardOnce:
