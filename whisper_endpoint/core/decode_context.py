@@ -172,6 +172,17 @@ class DecodeContext:
             return DEADLINE
         return None
 
+    def shown_progress(self) -> dict:
+        """What a client is shown of the progress (``Progress.public``) and, once audio is decoded, how far
+        into it (``audio_s_done``: the end of the last segment) and how fast since the request started
+        (``audio_minutes_per_minute``: the speed a long request goes at, its time left at a glance)."""
+        shown = self.progress.public()
+        done = max((segment.end for segment in self.progress.segments), default=0.0)
+        elapsed = time.monotonic() - self.started
+        if done > 0 and elapsed > 0:
+            shown |= {"audio_s_done": round(done, 1), "audio_minutes_per_minute": round(done / elapsed, 2)}
+        return shown
+
     def remaining_s(self) -> float | None:
         return None if self.deadline is None else self.deadline - time.monotonic()
 

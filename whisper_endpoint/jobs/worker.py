@@ -171,9 +171,10 @@ class Jobs:
         self.deliveries.forget(job_id)
 
     def progress(self, job_id: str) -> dict | None:
-        """A running job's progress: ``stage`` (queued, decoding, diarizing), ``windows_done``, ``windows_total``."""
+        """A running job's progress: ``stage`` (queued, decoding, diarizing), ``windows_done``, ``windows_total``,
+        and how far into the audio and how fast (DecodeContext.shown_progress)."""
         context = self.running.get(job_id)
-        return context.progress.public() if context is not None else None
+        return context.shown_progress() if context is not None else None
 
     # --- the worker ----------------------------------------------------------------------------
 
