@@ -124,8 +124,10 @@ class Decoder:
         was spent)."""
         audio = packed.audio
         try:
+            # One decode per window where transformers can: with word times it cannot (its token times
+            # then miss the window's last tokens: IndexError in the pipeline), and generate seeks on.
             decoded = self._decode([windows.audio_of(audio, w.start, w.end) for w in group], kwargs, self.asked,
-                                   once=True)
+                                   once=self.asked != "word")
             found = [s for window, mine in zip(group, decoded) for s in _shifted(mine, window.start)]
         except window_fallback.PASSED_ON:
             raise
