@@ -131,8 +131,9 @@ def markdown_table(result: dict) -> str:
             f"{rows['defaults']['turn_languages_right']}/{pool['turns']} "
             f"| {rows['languages']['wer']:.1f}% ({rows['languages']['ratio']:.2f}x), "
             f"{rows['languages']['turn_languages_right']}/{pool['turns']} "
-            f"| {rows['faster_whisper_multilingual']['wer']:.1f}% "
-            f"({rows['faster_whisper_multilingual']['ratio']:.2f}x) |")
+            + (f"| {rows['faster_whisper_multilingual']['wer']:.1f}% "
+               f"({rows['faster_whisper_multilingual']['ratio']:.2f}x) |"
+               if "faster_whisper_multilingual" in rows else "| - (CTranslate2 only) |"))
     return "\n".join(lines)
 
 
