@@ -1,7 +1,7 @@
 """Conversations in more than one language: per-segment languages vs the turns decoded alone (issue 58).
 
     python -m evaluation mixed [--out results/mixed.json] [--files NAME ...] [--threads 1] [--jobs 1]
-                               [--cache DIR] [--backend transformers]
+                               [--cache DIR] [--backend transformers] [--compute-type float32]
 
 On audio/mixed's conversations (Dutch, Czech and English speakers; the tune and the held-out check
 set apart), with embedded:base on CTranslate2 (default compute type, no diarization) or on
@@ -140,7 +140,7 @@ def markdown_table(result: dict) -> str:
 _handler = None
 
 
-def _evaluate_in_process(entry: dict, threads: int, cache, backend: str) -> dict:
+def _evaluate_in_process(entry: dict, threads: int, cache, backend: str, compute_type: str = "auto") -> dict:
     """One file, on this process's handler (loaded once per process), or its rows kept in ``cache``."""
     global _handler
     kept = cache / entry["file"].replace(".flac", ".json") if cache else None
@@ -155,7 +155,7 @@ def _evaluate_in_process(entry: dict, threads: int, cache, backend: str) -> dict
         from whisper_endpoint.handler import EndpointHandler
 
         _handler = EndpointHandler(settings=ModelSettings(asr_model="embedded:base", cpu_threads=threads,
-                                                          asr_backend=backend))
+                                                          asr_backend=backend, compute_type=compute_type))
     row = evaluate_file(_handler, entry)
     print(entry["file"], {name: value["cpu_s"] for name, value in row["rows"].items()}, flush=True)
     if kept is not None:
@@ -175,6 +175,8 @@ def main(argv: list[str]) -> int:
     options.add_argument("--cache", type=Path, help="keep each file's rows here; read them back instead of running")
     options.add_argument("--table", action="store_true", help="print the table of an existing --out file and stop")
     options.add_argument("--backend", choices=["ctranslate2", "transformers"], default="ctranslate2")
+    options.add_argument("--compute-type", default="auto", help="COMPUTE_TYPE (float32: CTranslate2 as transformers "
+                         "computes on CPU)")
     args = options.parse_args(argv)
     if args.table:
         print(markdown_table(json.loads(args.out.read_text())))
@@ -183,13 +185,13 @@ def main(argv: list[str]) -> int:
     chosen.sort(key=lambda e: e["set"] != "check")  # the held-out files first
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         found = list(pool.map(_evaluate_in_process, chosen, [args.threads] * len(chosen), [args.cache] * len(chosen),
-                              [args.backend] * len(chosen)))
+                              [args.backend] * len(chosen), [args.compute_type] * len(chosen)))
     files = with_wer({entry["file"].removesuffix(".flac"): row for entry, row in zip(chosen, found)})
     sets = {}
     for name, row in files.items():
         sets.setdefault(row["set"], []).append(name)
     result = {
-        "asr": f"embedded:base, {args.backend} (default compute type), no diarization",
+        "asr": f"embedded:base, {args.backend} (compute type {args.compute_type}), no diarization",
         "backend": args.backend,
         "metrics": "WER in % (BasicTextNormalizer, jiwer), pooled per set; ratio: over the turns decoded alone with "
                    "their own language; turn language right: the segments overlapping a turn most are in its "
