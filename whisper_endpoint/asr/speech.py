@@ -93,7 +93,7 @@ def heard_once() -> Iterator[None]:
         yield
 
 
-DC_POLE = 0.995  # the DC blocker's pole: a high-pass at about 13 Hz, far below speech
+DC_POLE = 0.9995  # the DC blocker's pole: a high-pass at about 1.3 Hz, far below speech
 
 
 def without_offset(audio: np.ndarray) -> np.ndarray:

@@ -196,7 +196,8 @@ class InferenceConfig(SubtitleOptions):
     )
     batch_size: int = Field(
         24, ge=1, le=256, description="Windows decoded at once on long audio; at most MAX_BATCH_SIZE (lowered, with "
-        "a warning, when asked for more).",
+        "a warning, when asked for more). transformers: on CUDA only (a CPU decodes its windows one at a time), 1 "
+        "with the assistant.",
     )
     assisted: bool = Field(
         False, description="Speculative decoding (transformers backend with ASSISTANT_MODEL; greedy, with "
@@ -241,7 +242,8 @@ class InferenceConfig(SubtitleOptions):
     temperature: float = Field(
         0.0, ge=0.0, le=1.0,
         description="0: greedy, with the backend's fallback schedule (ctranslate2: 0.2, 0.4... when a window's text "
-        "repeats or is unlikely; transformers: none); > 0: sampled at this temperature. OpenAI's temperature field.",
+        "repeats or is unlikely; transformers: only for a window decoded again); > 0: sampled at this temperature. "
+        "OpenAI's temperature field.",
     )
     hotwords: Optional[str] = Field(
         None, max_length=1000, description="Words to favour (names, terms): faster-whisper's hotwords; transformers: "
@@ -249,7 +251,7 @@ class InferenceConfig(SubtitleOptions):
     )
     condition_on_previous_text: bool = Field(
         True, description="Sequential decoding: each window sees the text before it (false: less repetition). Long "
-        "audio on ctranslate2 is decoded in independent batched windows (a warning when set).",
+        "audio is decoded in independent batched windows on both backends (a warning when set).",
     )
     no_speech_threshold: float = Field(
         0.6, ge=0.0, le=1.0,

@@ -1,6 +1,6 @@
 """Whisper's language token on transformers, over a window, over each span of speech in it, or over a
 voice's speech packed into one window: asr/languages' detector (``span_languages.Detector``), as the
-CTranslate2 backend's (ctranslate2/language_detection.py) hears them.
+CTranslate2 backend's (asr/ctranslate2/language_detection.py) hears them.
 
 A window is encoded once: its output is kept for its decoding (kept_encoder.py). A span's language is
 Whisper's language token over the encoder frames of that span alone (the decoder's cross-attention takes

@@ -1,4 +1,4 @@
-"""Windows decoded on transformers as on CTranslate2 (ctranslate2/batched.py, ctranslate2/sequential.py).
+"""Windows decoded on transformers as on CTranslate2 (asr/ctranslate2/batched.py, asr/ctranslate2/sequential.py).
 
 Long audio: the speech packed into windows (asr/long_form/windows.py), each in its language
 (asr/languages/), decoded ``batch_size`` windows at a time through the pipeline (each window one short-form
