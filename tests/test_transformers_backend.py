@@ -121,7 +121,8 @@ def test_long_audio_reports_each_window_and_stops_at_the_next_when_cancelled(tin
 
     context = DecodeContext(listeners=(cancel_after_the_first,))
     with pytest.raises(DecodeStopped) as stopped:
-        tiny_tf.run({"inputs": {"array": two_windows, "sampling_rate": 16000}}, context)
+        tiny_tf.run({"inputs": {"array": two_windows, "sampling_rate": 16000},
+                     "parameters": {"return_timestamps": "segment", "beam_size": 1}}, context)
     assert stopped.value.reason == "disconnected" and reports == [(0, 2), (1, 2)]
 
 
@@ -139,7 +140,7 @@ def test_long_audio_stops_decoding_when_the_window_budget_is_spent(tiny_tf, two_
     monkeypatch.setattr(cost, "WINDOWS_PER_30S", 0)  # a bound of one window for this audio's two
     monkeypatch.setattr(cost, "EXTRA_WINDOWS", 1)
     result = tiny_tf({"inputs": {"array": two_windows, "sampling_rate": 16000},
-                      "parameters": {"return_timestamps": "segment"}})
+                      "parameters": {"return_timestamps": "segment", "beam_size": 1}})
     assert result["decoding"]["encoder_windows"] == 1 and "next message" in result["text"].lower()
     assert result["chunks"][-1]["timestamp"][1] < 0.6 * len(two_windows) / 16000  # the first window only
     assert any("decoding stopped at this request's bound of 1 encoder windows" in w for w in result["warnings"])
