@@ -16,7 +16,7 @@ import numpy as np
 from faster_whisper.audio import pad_or_trim
 
 from whisper_endpoint.asr import encoder_outputs
-from whisper_endpoint.asr.languages.span_languages import FRAMES_PER_SECOND, SpanLanguage, restricted
+from whisper_endpoint.asr.languages.span_languages import SpanLanguage, restricted, span_frames
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 
@@ -50,11 +50,10 @@ class LanguageDetector:
     def _span(self, encoded: np.ndarray, window_start: float, span: tuple[float, float],
               window: SpanLanguage) -> SpanLanguage:
         start, end = span
-        first = max(0, int((start - window_start) * FRAMES_PER_SECOND))
-        last = min(len(encoded), int(np.ceil((end - window_start) * FRAMES_PER_SECOND)))
-        if last - first < 2:  # too short to say: the window's
+        inside = span_frames(span, window_start, len(encoded))
+        if inside is None:
             return SpanLanguage(start, end, window.probabilities)
-        frames = ctranslate2.StorageView.from_array(np.ascontiguousarray(encoded[None, first:last]))
+        frames = ctranslate2.StorageView.from_array(np.ascontiguousarray(encoded[None, inside]))
         if self.model.model.device != "cpu":
             frames = frames.to_device(ctranslate2.Device.cuda)
         return SpanLanguage(start, end, restricted(self.model.model.detect_language(frames)[0], self.allowed))

@@ -39,6 +39,14 @@ class SpanLanguage:
         return self.probabilities[self.language]
 
 
+def span_frames(span: tuple[float, float], window_start: float, frames: int) -> slice | None:
+    """The encoder frames of ``span`` (seconds) in a window starting at ``window_start`` that has ``frames``
+    frames; None when under two frames: too short to say (the window's languages stand)."""
+    first = max(0, int((span[0] - window_start) * FRAMES_PER_SECOND))
+    last = min(frames, int(np.ceil((span[1] - window_start) * FRAMES_PER_SECOND)))
+    return slice(first, last) if last - first >= 2 else None
+
+
 def restricted(scores: list[tuple[str, float]], allowed: list[str] | None) -> dict[str, float]:
     probabilities = {token[2:-2]: float(p) for token, p in scores}
     if allowed:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from whisper_endpoint.asr.languages.span_languages import FRAMES_PER_SECOND, SpanLanguage, restricted
+from whisper_endpoint.asr.languages.span_languages import SpanLanguage, restricted, span_frames
 from whisper_endpoint.asr.long_form import windows
 from whisper_endpoint.asr.transformers import kept_encoder
 from whisper_endpoint.core.types import SAMPLE_RATE
@@ -52,11 +52,10 @@ class LanguageDetector:
     def _span(self, encoded: torch.Tensor, window_start: float, span: tuple[float, float],
               window: SpanLanguage) -> SpanLanguage:
         start, end = span
-        first = max(0, int((start - window_start) * FRAMES_PER_SECOND))
-        last = min(len(encoded), int(np.ceil((end - window_start) * FRAMES_PER_SECOND)))
-        if last - first < 2:  # too short to say: the window's
+        inside = span_frames(span, window_start, len(encoded))
+        if inside is None:
             return SpanLanguage(start, end, window.probabilities)
-        return SpanLanguage(start, end, self._languages(encoded[first:last]))
+        return SpanLanguage(start, end, self._languages(encoded[inside]))
 
     def _languages(self, encoded: torch.Tensor) -> dict[str, float]:
         """Whisper's language probabilities after <|startoftranscript|> over ``encoded`` (frames, d_model)."""
