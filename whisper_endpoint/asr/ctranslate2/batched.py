@@ -79,8 +79,8 @@ class _Batches:
         return [(segment, language) for segment, (_, language) in zip(restored, found)], skipped
 
     def windows(self, group: list[windows.Window], kwargs: dict) -> tuple[list, int]:
-        """``group``'s windows in one language, each judged and a failed one decoded again (``checked``),
-        with the second pass over their remainders (packed time), each segment within its window."""
+        """``group``'s windows in one language, each judged and a failed one decoded again, with the second
+        pass over their remainders (recovery.second_pass; packed time), each segment within its window."""
         state, decoding, counter = self.state, self.state.decoding, self.state.counter
         try:
             generator, _ = self.pipeline.transcribe(
@@ -96,40 +96,12 @@ class _Batches:
                                  f"error (request {counter.request_id})")
             found = [segment for window in group for segment in state.alone(self.packed.audio, window, kwargs)]
             decoding["stopped"] = counter.spent  # a window decoded alone stops silently at the bound
-        found, redone = self.checked(group, found, kwargs)
-        missed = windows.leftovers([w for w in group if w not in redone], found) \
-            if state.options.recover_dropped_speech else []
-        skipped = 0
-        for window in missed:
-            if counter.spent:
-                skipped += 1
-                continue
-            found += state.alone(self.packed.audio, window, kwargs)
-            decoding["remainders_decoded_again"] += 1
+        audio = self.packed.audio
+        found, skipped = recovery.second_pass(
+            group, found, self.packed, self.budget, counter, decoding,
+            again=lambda window: state.alone(audio, window, retry(kwargs)),
+            alone=(lambda window: state.alone(audio, window, kwargs)) if state.options.recover_dropped_speech else None)
         return windows.within(found, group), skipped
-
-    def checked(self, group: list[windows.Window], found: list, kwargs: dict) -> tuple[list, set]:
-        """Each window of a batch judged (failed_windows.py); a failed one decoded again (recovery.py): the
-        batch's segments with those windows' replaced, and the windows decoded again."""
-        state, redone = self.state, set()
-        for window in group:
-            if state.counter.spent:
-                continue
-            mine = [s for s in found if window.holds(s.start, s.end)]
-            reason = recovery.needed(recovery.judged(mine, window.end - window.start), state.counter.notes)
-            if reason is None:
-                continue
-            cuts = recovery.quiet_cuts(self.packed.audio, window, self.packed.pauses())
-            if self.budget.allows(window, cuts):
-                again = recovery.recover(window, mine, lambda w: state.alone(self.packed.audio, w, retry(kwargs)),
-                                         cuts, reason)
-                recovery.count(again, state.decoding, state.counter.notes)
-                instead = again.segments
-                redone.add(window)
-            else:  # left as it was, but for its loops
-                instead = recovery.without_loops(mine)
-            found = [s for s in found if all(s is not m for m in mine)] + instead
-        return found, redone
 
 
 def _kept(segment, state: DecodeState) -> bool:

@@ -9,7 +9,9 @@ with a warning. A request's windows decoded again are bounded (``Budget``): on n
 window can fail, and each costs two or three windows again (docs/long_form_accuracy.md, "Noise").
 
 The backend supplies ``decode(window) -> segments`` (its sequential decoder, settings of its own) and the
-pauses; this module only chooses which decodes to try and which to keep.
+pauses; this module only chooses which decodes to try and which to keep. ``second_pass`` is what both
+engines do after decoding a batch of windows: each judged and a failed one decoded again, then the
+remainders the windows left out.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 
 from whisper_endpoint.asr import decoding_options
 from whisper_endpoint.asr.long_form import failed_windows
-from whisper_endpoint.asr.long_form.windows import Window
+from whisper_endpoint.asr.long_form.windows import PackedSpeech, Window, leftovers
 from whisper_endpoint.core.types import SAMPLE_RATE
 
 logger = logging.getLogger(__name__)
@@ -153,6 +155,40 @@ def recover(window: Window, first: Sequence, decode: Callable[[Window], list], p
     candidates = {"first": list(first), name: again}
     kept = min(candidates, key=lambda key: failed_windows.rank(judged(candidates[key], speech_s)))
     return Recovered(without_loops(candidates[kept]), False, reason, kept)
+
+
+def second_pass(group: list[Window], found: list, packed: PackedSpeech, budget: Budget, counter, decoding: dict,
+                again: Callable[[Window], list], alone: Callable[[Window], list] | None) -> tuple[list, int]:
+    """A decoded batch's windows (``group``, packed time, ``found`` their segments), each judged and a failed
+    one decoded again in pieces by ``again`` while ``budget`` allows (else its loops cut); then what the
+    windows not decoded again left out, each remainder decoded by ``alone`` (None: not decoded again). The
+    segments, and how many remainders were left undecoded because ``counter`` (the request's bound) was
+    spent; ``decoding`` and ``counter.notes`` say what was done."""
+    redone = set()
+    for window in group:
+        if counter.spent:
+            break
+        mine = [s for s in found if window.holds(s.start, s.end)]
+        reason = needed(judged(mine, window.end - window.start), counter.notes)
+        if reason is None:
+            continue
+        cuts = quiet_cuts(packed.audio, window, packed.pauses())
+        if budget.allows(window, cuts):
+            recovered = recover(window, mine, again, cuts, reason)
+            count(recovered, decoding, counter.notes)
+            instead = recovered.segments
+            redone.add(window)
+        else:  # left as it was, but for its loops
+            instead = without_loops(mine)
+        found = [s for s in found if all(s is not m for m in mine)] + instead
+    skipped = 0
+    for window in leftovers([w for w in group if w not in redone], found) if alone is not None else []:
+        if counter.spent:
+            skipped += 1
+            continue
+        found += alone(window)
+        decoding["remainders_decoded_again"] += 1
+    return found, skipped
 
 
 def without_loops(segments: Sequence) -> list:

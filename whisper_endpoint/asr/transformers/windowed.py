@@ -58,7 +58,6 @@ class Decoder:
         self.backend, self.request, self.counter = backend, request, counter
         self.asked = request.options.return_timestamps
         self.decoding: dict = {"windows_decoded_again": 0, "windows_not_recovered": 0, "stopped": False}
-        self.budget = recovery.Budget(1)  # what may be decoded again: set by ``plan`` for its windows
 
     def one_window(self, language: str | None) -> list[Segment]:
         """Audio that fits one window, in ``language`` (None: as Whisper detects), judged and a failed
@@ -92,14 +91,14 @@ class Decoder:
                              chunk_length_s=self.request.window_s, segmentation="vad", remainders_decoded_again=0)
         packed, context = plan.packed, self.request.context
         total, segments, skipped = len(packed.windows), [], 0
-        self.budget = recovery.Budget(total)
+        budget = recovery.Budget(total)
         context.report(0, total)
         for first in range(0, total, batch_size):
             group = packed.windows[first: first + batch_size]
             try:
                 for language in dict.fromkeys(map(plan.language_of, group)):
                     own = [window for window in group if plan.language_of(window) == language]
-                    found, skipped_now = self._windows(packed, own, self._in(language))
+                    found, skipped_now = self._windows(packed, own, budget, self._in(language))
                     skipped += skipped_now
                     segments += _final(packed.original_times(found), language)
             except cost.BudgetSpent:
@@ -108,7 +107,7 @@ class Decoder:
             context.report(first + len(group), total, segments)
             if self.decoding["stopped"]:
                 break
-        self.budget.report(self.decoding, self.counter.notes)
+        budget.report(self.decoding, self.counter.notes)
         if skipped:
             self.counter.notes.append(
                 f"{skipped} of {skipped + self.decoding['remainders_decoded_again']} window remainders were not "
@@ -117,7 +116,7 @@ class Decoder:
             self.decoding["languages_decoded"] = sorted({code for _, _, code in plan.spans})
         return segments, plan.language, plan.probability
 
-    def _windows(self, packed: windows.PackedSpeech, group: list[windows.Window],
+    def _windows(self, packed: windows.PackedSpeech, group: list[windows.Window], budget: recovery.Budget,
                  kwargs: dict) -> tuple[list[_Segment], int]:
         """``group``'s windows in one language (packed time), decoded in one batch, each judged and a failed
         one decoded again, with the second pass over their remainders; and the remainders left (the budget
@@ -137,32 +136,11 @@ class Decoder:
             self.counter.notes.append(f"a batch of {len(group)} window(s) was decoded again window by window after "
                                       f"an error (request {self.counter.request_id})")
             found = [s for window in group for s in self._decoded(audio, window, kwargs)]
-        redone = set()
-        for window in group:
-            if self.counter.spent:
-                break
-            mine = [s for s in found if window.holds(s.start, s.end)]
-            reason = recovery.needed(recovery.judged(mine, window.end - window.start), self.counter.notes)
-            if reason is None:
-                continue
-            cuts = recovery.quiet_cuts(audio, window, packed.pauses())
-            if self.budget.allows(window, cuts):
-                again = recovery.recover(window, mine, lambda w: self._decoded(audio, w, self._retry(kwargs)), cuts,
-                                         reason)
-                recovery.count(again, self.decoding, self.counter.notes)
-                instead = again.segments
-                redone.add(window)
-            else:  # left as it was, but for its loops
-                instead = recovery.without_loops(mine)
-            found = [s for s in found if all(s is not m for m in mine)] + instead
-        skipped = 0
-        if self.request.options.recover_dropped_speech:
-            for window in windows.leftovers([w for w in group if w not in redone], found):
-                if self.counter.spent:
-                    skipped += 1
-                    continue
-                found += self._decoded(audio, window, kwargs)
-                self.decoding["remainders_decoded_again"] += 1
+        found, skipped = recovery.second_pass(
+            group, found, packed, budget, self.counter, self.decoding,
+            again=lambda window: self._decoded(audio, window, self._retry(kwargs)),
+            alone=(lambda window: self._decoded(audio, window, kwargs))
+            if self.request.options.recover_dropped_speech else None)
         found.sort(key=lambda segment: segment.start)
         return windows.within(found, group), skipped
 
