@@ -1,6 +1,7 @@
 """How many speakers the embedded diarizer finds, and its DER unhinted and told the count, on alike voices.
 
     python -m evaluation speaker_count [--sets tuning,judging,...] [--skip-long] [--out results/speaker_count.json]
+    python -m evaluation speaker_count --line telephone_ulaw ...   # every file through that line first
     python -m evaluation speaker_count --table [results/speaker_count.json]   # the docs' table
 
 Files: evaluation/speaker_count_sets.py (the alike-voice tuning and judging dialogues, the one-speaker
@@ -12,14 +13,18 @@ belongs in its set when it holds an alike pair (speaker_count_sets.py).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
 from pathlib import Path
 
+import numpy as np
+
 from evaluation.speaker_count_sets import SETS, TUNED, centroid_similarities, load, reference_similarity
 from support.metrics import annotation, der
 from support.paths import RESULTS
+from support.rooms_generator import load as generator
 from whisper_endpoint.diarization.base import COUNT_UNCERTAIN
 
 os.environ.setdefault("PYANNOTE_METRICS_ENABLED", "0")
@@ -35,14 +40,27 @@ def diarize(diarizer, file, **count) -> tuple[dict, float]:
     return der(file.reference, annotation(found.exclusive), file.duration) | {"uncertain": uncertain}, cpu
 
 
-def evaluate(sets: tuple[str, ...]) -> dict:
+def through(line: str | None, file):
+    """``file`` as heard through ``line`` (a telephone condition of audio/generate/rooms.py: its band and
+    codec, without the line's hiss), or as it is."""
+    if line is None:
+        return file
+    import dataclasses
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as work:
+        heard = generator().telephone(file.samples.astype(np.float64), line, Path(work))
+    return dataclasses.replace(file, samples=heard.astype(np.float32))
+
+
+def evaluate(sets: tuple[str, ...], line: str | None = None) -> dict:
     from whisper_endpoint.diarization.loader import load_diarizer
 
     diarizer = load_diarizer("embedded", device="cpu")
     network = diarizer.pipeline.embedding_network
     alike = reference_similarity(network)
     rows = {}
-    for file in load(sets):
+    for file in map(functools.partial(through, line), load(sets)):
         unhinted, cpu = diarize(diarizer, file)
         told, _ = diarize(diarizer, file, num_speakers=len(file.reference.labels()))
         pairs = centroid_similarities(file, network)
@@ -59,6 +77,7 @@ def evaluate(sets: tuple[str, ...]) -> dict:
         "alike_reference": {"pair": "kokoro_ja_meeting jf_alpha / jf_nezumi", "similarity": alike,
                             "how": "cosine of CAM++ centroids, each the mean of unit embeddings of the "
                                    "speaker's reference turns, every turn embedded alone"},
+        "line": line or "none (as built)",
         "diarizer_threads": diarizer.threads,
         "files": rows,
         "summary": summary(rows),
@@ -104,6 +123,8 @@ def main(argv: list[str]) -> int:
     options = parser("speaker_count")
     options.add_argument("--sets", default=None, help=f"comma-separated sets (default: all of {', '.join(SETS)})")
     options.add_argument("--skip-long", action="store_true", help="leave out the 13.4 min file")
+    options.add_argument("--line", choices=("telephone_ulaw", "telephone_alaw", "telephone_gsm"),
+                         help="diarize every file as heard through this telephone line (the rooms sets' own)")
     options.add_argument("--table", nargs="?", const=RESULTS / "speaker_count.json", type=Path,
                          help="print the markdown table of a results file and stop")
     args = options.parse_args(argv)
@@ -111,7 +132,7 @@ def main(argv: list[str]) -> int:
         print(table(json.loads(args.table.read_text())))
         return 0
     sets = tuple(s for s in (args.sets.split(",") if args.sets else SETS) if not (args.skip_long and s == "long"))
-    result = evaluate(sets)
+    result = evaluate(sets, args.line)
     print(table(result))
     save("speaker_count", args.out, result, argv)
     return 0

@@ -5,7 +5,7 @@
   embedding pooled from its frames (``pooled.py``), its trunk on ONNX Runtime where it exports;
 - clustering: agglomerative (centroid linkage on cosine-normalised embeddings): there is no PLDA for
   CAM++, and VBx needs one; on long recordings over a bounded subset of the embeddings
-  (``clustering.py``), so its memory stays linear in the length;
+  (``clustering.py``), so its memory stays linear in the length; closer on a telephone line (``channel.py``);
 - then the refinements after clustering (``refinements/``): speech fill, turn check, the cut at
   voice changes and the count check (never with ``num_speakers`` given).
 
@@ -32,8 +32,12 @@ from pyannote.core import Annotation, Segment
 from whisper_endpoint.core.errors import ModelLoadError
 from whisper_endpoint.diarization.campplus.pyannote_model import CamPlusPlusEmbedding
 from whisper_endpoint.diarization.checkpoints import segmentation_checkpoint
-from whisper_endpoint.diarization.embedded import pooled
-from whisper_endpoint.diarization.embedded.clustering import CappedAgglomerativeClustering
+from whisper_endpoint.diarization.embedded import channel, pooled
+from whisper_endpoint.diarization.embedded.clustering import (
+    NARROWBAND_KEY,
+    NARROWBAND_SHIFT,
+    CappedAgglomerativeClustering,
+)
 from whisper_endpoint.diarization.embedded.refinements import (
     count_check,
     speech_fill,
@@ -87,6 +91,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         (``VoiceChangeOptions`` as a dict, see voice_changes.py), or False to disable.
       window_check: options of the window-level look at who speaks, last (``WindowCheckOptions`` as a
         dict, see window_check.py), or False to disable.
+      narrowband_shift: how much lower the clustering threshold is on audio that came through a telephone
+        line (``channel.py``; 0 turns it off).
       onnx: CAM++'s trunk on ONNX Runtime where it can be exported (CPU only; False: torch's, as on a GPU).
       cache_dir: the model cache, where the ONNX exports are kept (``diarization/campplus/onnx_export.py``; None: the
         default cache). ``Pipeline.from_pretrained`` passes its own cache here too.
@@ -104,6 +110,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
         count_check: dict | bool = True,
         voice_changes: dict | bool = True,
         window_check: dict | bool = True,
+        narrowband_shift: float = NARROWBAND_SHIFT,
         onnx: bool = True,
         token: str | None = None,
         cache_dir: str | Path | None = None,
@@ -127,7 +134,7 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             clustering="AgglomerativeClustering",
         )
         # pyannote's clustering, linking a bounded number of embeddings on long recordings (clustering.py)
-        self.clustering = CappedAgglomerativeClustering(metric=self.clustering.metric)
+        self.clustering = CappedAgglomerativeClustering(metric=self.clustering.metric, narrowband_shift=narrowband_shift)
         # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
@@ -144,7 +151,10 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
 
     def apply(self, file, num_speakers=None, min_speakers=None, max_speakers=None, hook=None, **kwargs):
         kept: list[pooled.FrameStore] = []  # this call's CAM++ frames, from get_embeddings
-        file = {**file, FRAMES_KEY: kept}  # the caller's mapping is left as it was
+        waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
+        samples = waveform.detach().cpu().numpy().astype(np.float32, copy=False)
+        # the caller's mapping is left as it was
+        file = {**file, FRAMES_KEY: kept, NARROWBAND_KEY: channel.narrowband(samples)}
         output = super().apply(
             file, num_speakers=num_speakers, min_speakers=min_speakers, max_speakers=max_speakers,
             hook=hook, **kwargs,
@@ -155,8 +165,6 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             self.speech_fill is None and not self._checks(counting)
         ):
             return output
-        waveform = file["waveform"][0] if "waveform" in file else self._audio(file)[0][0]
-        samples = waveform.detach().cpu().numpy().astype(np.float32, copy=False)
         if self.speech_fill is not None:
             output = self._fill(samples, output)
         if not self._checks(counting):
