@@ -32,7 +32,8 @@ OUTSIDE = "outside any stage"
 class Timeline:
     """Calls of wrapped stages (thread, stage, start, end in seconds from ``t0``), and the process CPU over time."""
 
-    def __init__(self):
+    def __init__(self, sample_s: float = SAMPLE_S):
+        self.sample_s = sample_s
         self.t0 = time.perf_counter()
         self.calls: list[dict] = []
         self.samples: list[tuple[float, float]] = []  # (seconds since t0, process CPU seconds)
@@ -58,7 +59,7 @@ class Timeline:
         setattr(owner, attribute, timed)
 
     def sample(self) -> None:
-        while not self._stop.wait(SAMPLE_S):
+        while not self._stop.wait(self.sample_s):
             times = os.times()
             self.samples.append((time.perf_counter() - self.t0, times.user + times.system))
 

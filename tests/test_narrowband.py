@@ -39,6 +39,7 @@ def diarizer():
     return load_diarizer(EMBEDDED)
 
 
+@pytest.mark.slow  # its own diarizer: the fast tier's share for issue 71 is spent
 def test_the_clustering_links_closer_on_a_line_only(rooms, diarizer, tmp_path):
     clustering = diarizer.pipeline.clustering
     seen, cluster = [], clustering.cluster
