@@ -1,4 +1,4 @@
-"""The hour profile's timeline (bench/hour_profile.py): nested stages by thread, wall as the union of a
+"""The hour profile's timeline (support/timeline.py, for bench/hour_profile.py): nested stages by thread, wall as the union of a
 stage's calls, and each CPU sample given to the innermost stage running then."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import threading
 import time
 from types import SimpleNamespace
 
-from bench.hour_profile import OUTSIDE, Timeline, _union
+from support.timeline import OUTSIDE, Timeline, _union
 
 
 def _spin(seconds: float) -> None:
