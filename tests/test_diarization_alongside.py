@@ -111,3 +111,47 @@ def _wait_for_end(call: dict, longest_s: float = 30.0) -> None:
     waited = time.monotonic() + longest_s
     while "end" not in call and time.monotonic() < waited:
         time.sleep(0.05)
+
+
+def test_a_chain_starts_the_next_blocks_diarization_when_this_one_ends(diarizing_handler, timed):
+    """A long recording's blocks (alongside.Chain): the next block's diarization starts as soon as this one's
+    ends, while this block's ASR would still run, and the next block takes it instead of starting another."""
+    from whisper_endpoint.core.config import InferenceConfig
+    from whisper_endpoint.core.decode_context import DecodeContext
+    from whisper_endpoint.speakers import alongside
+
+    _, diarize = timed
+    samples = decode_reference(MEETING)
+    first, second = samples[: 16000 * 12], samples[16000 * 12: 16000 * 24]
+    chain = alongside.Chain(diarizing_handler.diarizer, InferenceConfig(), DecodeContext())
+    try:
+        started = chain.started(first, following=second)
+        started.future.result()
+        _wait_for(lambda: len(diarize.calls) == 2)  # the second block's, before anyone asked for it
+        assert diarize.calls[1]["start"] >= diarize.calls[0]["end"]
+        again = chain.started(second, following=None)
+        assert again.future.result().turns and len(diarize.calls) == 2  # taken, not diarized twice
+    finally:
+        chain.close()
+
+
+def test_a_chain_closed_stops_a_next_diarization_no_block_reached(diarizing_handler, timed):
+    from whisper_endpoint.core.config import InferenceConfig
+    from whisper_endpoint.core.decode_context import DecodeContext
+    from whisper_endpoint.speakers import alongside
+
+    _, diarize = timed
+    samples = decode_reference(MEETING)
+    chain = alongside.Chain(diarizing_handler.diarizer, InferenceConfig(), DecodeContext())
+    chain.started(samples[: 16000 * 6], following=samples[16000 * 6:]).future.result()
+    _wait_for(lambda: len(diarize.calls) == 2)
+    chain.close()  # the request ended (an error, a stop) before the second block
+    _wait_for_end(diarize.calls[1])
+    assert diarize.calls[1]["ended"] == "_Abandoned"
+
+
+def _wait_for(condition, longest_s: float = 30.0) -> None:
+    waited = time.monotonic() + longest_s
+    while not condition() and time.monotonic() < waited:
+        time.sleep(0.02)
+    assert condition()

@@ -216,10 +216,12 @@ def test_a_local_config_yaml_with_local_checkpoints_loads(tmp_path, checkpoints,
     """The air-gapped path: a pipeline file whose checkpoints are paths on disk, loaded as a directory
     and as the file itself."""
     (tmp_path / "config.yaml").write_text(
-        offline_pipeline_yaml(checkpoints, threshold=0.6, extra="    speech_fill: false\n")
+        # the sample is a narrowband recording: the studio's threshold as given, which step 0.5 was chosen at
+        offline_pipeline_yaml(checkpoints, threshold=0.6, extra="    speech_fill: false\n    narrowband_shift: 0\n")
     )
     diarizer = load_diarizer(str(tmp_path), device="cpu")
     assert diarizer.pipeline.segmentation_step == 0.5 and diarizer.pipeline.speech_fill is None
+    assert diarizer.pipeline.clustering.narrowband_shift == 0
     assert diarizer.diarize(sample[16000 * 6 : 16000 * 22]).speakers == ["SPEAKER_00", "SPEAKER_01"]
     assert load_diarizer(str(tmp_path / "config.yaml"), device="cpu").pipeline.segmentation_step == 0.5
 
