@@ -173,21 +173,6 @@ def test_a_decode_resumes_after_its_last_kept_block_with_the_same_result(diarizi
     assert other.asked[0] == 0 and other.asked not in kept.bodies
 
 
-@pytest.mark.slow  # the diarization's models, twice
-def test_blocks_diarized_in_a_chain_give_the_response_of_blocks_diarized_one_by_one(diarizing_handler,
-                                                                                   monkeypatch):
-    from whisper_endpoint.speakers.step import RequestSpeakers
-
-    handler = copy.copy(diarizing_handler)
-    handler.settings = diarizing_handler.settings.model_copy(update={"block_seconds": 10})
-    data = {"inputs": (AUDIO / "dialogues" / "flite_meeting.flac").read_bytes(),
-            "parameters": {"diarize": True, "return_speaker_turns": True, "return_speaker_words": True}}
-    chained = handler(data)
-    monkeypatch.setattr(RequestSpeakers, "chain", lambda self, config, context: None)
-    one_by_one = handler(data)
-    assert chained == one_by_one and chained["decoding"]["blocks"] == 4
-
-
 def test_audio_spooled_at_the_edge_of_one_block_is_decoded_whole(tiny_handler):
     """A file whose first pass counts a hair over 1.5 blocks is spooled, yet the plan keeps it one block."""
     handler = copy.copy(tiny_handler)

@@ -37,51 +37,30 @@ def transcribe(steps: AsrWithSpeakers, samples, config: InferenceConfig, context
     results: list[BlockResult] = []
     not_taken: dict[str, int] = {}  # why kept blocks were decoded again -> how many
     windows, segments = 0, ()
-
-    def block_input(index: int) -> tuple[np.ndarray, str | None, dict | None]:
-        """Block ``index``'s samples, its key and its kept body (None: to decode)."""
-        start, stop = spans[index]
+    for index, (start, stop) in enumerate(spans):
+        block = Block(index, len(spans), start / SAMPLE_RATE, windows, _windows_after(spans, index, windows),
+                      segments)
         piece = np.ascontiguousarray(samples[start:stop], dtype=np.float32)
-        if checkpoints is None:
-            return piece, None, None
-        key = saved.key(start, stop, saved.samples_digest(piece), parameters, work)
-        return piece, key, checkpoints.load(index, key)
-
-    # Diarized alongside: the next block's diarization starts when this block's ends (its samples are then
-    # read a block ahead); otherwise one block's samples in memory at a time.
-    chain = speakers.chain(_block_counts(config), context) if diarizer is not None else None
-    upcoming = block_input(0) if chain is not None and spans else None
-    try:
-        for index, (start, stop) in enumerate(spans):
-            block = Block(index, len(spans), start / SAMPLE_RATE, windows, _windows_after(spans, index, windows),
-                          segments)
-            piece, key, body = upcoming if chain is not None else block_input(index)
-            following = None
-            if chain is not None:
-                upcoming = block_input(index + 1) if index + 1 < len(spans) else None
-                following = upcoming[0] if upcoming is not None and upcoming[2] is None else None
-            if checkpoints is not None and body is None:
-                kept = _other_key(checkpoints, index, key)
-                if kept is not None:  # kept under another key: by another server's models, say
-                    why = saved.why_not_taken(kept, key)
-                    not_taken[why] = not_taken.get(why, 0) + 1
-            if body is None:
-                here = context.in_block(block)
-                heard = steps.heard(piece, _block_counts(config), here, chain=chain, following=following)
-                body = saved.dumped(_decoded(steps, heard, (start, stop), here))
-                if checkpoints is not None:
-                    checkpoints.save(index, key, body)
-            del piece
-            result = saved.loaded(body)  # the same values whether decoded now or taken from a checkpoint
-            results.append(result)
-            windows += result.windows
-            segments += tuple(result.transcript.segments)
-            done = Block(index + 1, len(spans), stop / SAMPLE_RATE, windows,
-                         _windows_after(spans, index + 1, windows), segments)
-            context.in_block(done).report(0, 0, ())  # one more block done; a stop asked for stops here
-    finally:
-        if chain is not None:
-            chain.close()  # a next block's diarization no longer wanted stops
+        body = key = None
+        if checkpoints is not None:
+            key = saved.key(start, stop, saved.samples_digest(piece), parameters, work)
+            body = checkpoints.load(index, key)
+            kept = _other_key(checkpoints, index, key) if body is None else None
+            if kept is not None:  # kept under another key: by another server's models, say
+                why = saved.why_not_taken(kept, key)
+                not_taken[why] = not_taken.get(why, 0) + 1
+        if body is None:
+            body = saved.dumped(_decoded(steps, piece, (start, stop), config, context.in_block(block)))
+            if checkpoints is not None:
+                checkpoints.save(index, key, body)
+        del piece  # one block's samples in memory at a time
+        result = saved.loaded(body)  # the same values whether decoded now or taken from a checkpoint
+        results.append(result)
+        windows += result.windows
+        segments += tuple(result.transcript.segments)
+        done = Block(index + 1, len(spans), stop / SAMPLE_RATE, windows, _windows_after(spans, index + 1, windows),
+                     segments)
+        context.in_block(done).report(0, 0, ())  # one more block done; a stop asked for stops here
     transcript = _joined([result.transcript for result in results], spans)
     redone = [f"{count} kept block{'s were' if count > 1 else ' was'} decoded again: "
               f"{'they were' if count > 1 else 'it was'} {why}" for why, count in not_taken.items()]
@@ -99,8 +78,11 @@ def _other_key(checkpoints, index: int, key: str) -> str | None:
     return other_key(index, key) if other_key is not None else None
 
 
-def _decoded(steps: AsrWithSpeakers, heard: Heard, span: tuple[int, int], context: DecodeContext) -> BlockResult:
-    """One block ``heard`` (its ASR and diarization; ``span``: its samples' place) in the recording's times."""
+def _decoded(steps: AsrWithSpeakers, piece: np.ndarray, span: tuple[int, int], config: InferenceConfig,
+             context: DecodeContext) -> BlockResult:
+    """One block (``piece``: its samples, ``span`` their place) through the ASR with its diarization
+    alongside; times in the recording's."""
+    heard = steps.heard(piece, _block_counts(config), context)
     transcript, found = heard.transcript, heard.diarization
     start, stop = span
     offset = start / SAMPLE_RATE
@@ -108,7 +90,7 @@ def _decoded(steps: AsrWithSpeakers, heard: Heard, span: tuple[int, int], contex
     if found is not None:
         spoken = _seconds(found.exclusive)
         voices = {label: (np.asarray(vector, dtype=np.float64), spoken.get(label, 0.0))
-                  for label, vector in steps.speakers.voices_of(found, heard.samples).items()}
+                  for label, vector in steps.speakers.voices_of(found, piece).items()}
         found = Diarization(turns=_later(found.turns, offset), exclusive=_later(found.exclusive, offset),
                             warnings=found.warnings)
     block = context.block

@@ -42,15 +42,14 @@ class AsrWithSpeakers:
         its speakers, the diarization running during the ASR."""
         return self.label(self.heard(samples, config, context), config, context)
 
-    def heard(self, samples, config: InferenceConfig, context: DecodeContext, *, chain=None, following=None) -> Heard:
+    def heard(self, samples, config: InferenceConfig, context: DecodeContext) -> Heard:
         """``samples`` through the ASR step with ``config``, the diarization beside it (with ``config``'s
-        speaker counts) when the request is diarized; a diarization not needed (no speech found) stops. A
-        long recording's blocks come in a ``chain`` with the ``following`` block's samples (alongside.Chain)."""
+        speaker counts) when the request is diarized; a diarization not needed (no speech found) stops."""
         speakers = self.speakers
         duration = len(samples) / SAMPLE_RATE
         if not speakers.diarized:
             return Heard(samples, asr_step.transcribe_speech(self.asr, samples, config, context), None, duration)
-        with speakers.alongside(samples, config, context, chain=chain, following=following) as diarization:
+        with speakers.alongside(samples, config, context) as diarization:
             transcript = asr_step.transcribe_speech(self.asr, samples, speakers.asr_config(config), context)
             found = None if asr_step.found_none(transcript) else diarization()
         return Heard(samples, transcript, found, duration)

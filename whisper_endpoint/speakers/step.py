@@ -124,23 +124,14 @@ class RequestSpeakers:
         """``config`` as the ASR needs it: speakers are given word by word (the chunks still come as asked)."""
         return config.model_copy(update={"return_timestamps": "word"}) if self.diarized else config
 
-    def chain(self, config: InferenceConfig, context: DecodeContext) -> alongside.Chain | None:
-        """A long recording's blocks' diarizations, each started when the one before ends (alongside.Chain;
-        ``config``: the blocks' speaker counts); None when the diarization does not run alongside."""
-        if not self.diarized or not alongside.overlaps(self.step.diarizer):
-            return None
-        return alongside.Chain(self.step.diarizer, config, context)
-
     @contextmanager
-    def alongside(self, samples, config: InferenceConfig, context: DecodeContext, *, chain=None,
-                  following=None) -> Iterator[Callable[[], Diarization]]:
+    def alongside(self, samples, config: InferenceConfig,
+                  context: DecodeContext) -> Iterator[Callable[[], Diarization]]:
         """The block a diarized request's ASR of ``samples`` runs in, the diarization (``config``'s speaker
         counts) beside it; yields the function that waits for the rest of the diarization. Leaving the block
-        without calling it (the ASR failed, stopped or found no speech) stops the diarization. ``chain`` and
-        ``following``: a long recording's blocks (alongside.Chain)."""
+        without calling it (the ASR failed, stopped or found no speech) stops the diarization."""
         step = self.step
-        with alongside.diarizing(step.diarizer, samples, config, context, longest_s=step.alongside_s,
-                                 chain=chain, following=following) as diarization:
+        with alongside.diarizing(step.diarizer, samples, config, context, longest_s=step.alongside_s) as diarization:
 
             def rest() -> Diarization:
                 context.stage(DIARIZING)  # the rest of the diarization; a stop reaches it at its next step
