@@ -59,7 +59,10 @@ def plot(report: dict, path: Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     calls = report["calls"]
-    threads = sorted({c["thread"] for c in calls}, key=lambda name: min(c["start"] for c in calls if c["thread"] == name))
+    first = {}
+    for call in calls:
+        first[call["thread"]] = min(first.get(call["thread"], call["start"]), call["start"])
+    threads = sorted(first, key=first.get)  # in the order they first ran a stage
     stages = sorted({c["stage"] for c in calls})
     colours = dict(zip(stages, plt.get_cmap("tab20").colors))
     figure, (top, bottom) = plt.subplots(2, 1, figsize=(12, 5.5), sharex=True, height_ratios=[2, 1])

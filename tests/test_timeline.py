@@ -1,5 +1,5 @@
-"""The hour profile's timeline (support/timeline.py, for bench/hour_profile.py): nested stages by thread, wall as the union of a
-stage's calls, and each CPU sample given to the innermost stage running then."""
+"""The hour profile's timeline (support/timeline.py, for bench/hour_profile.py): nested stages by thread,
+wall as the union of a stage's calls, and each CPU sample given to the innermost stage running then."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 A line sampled at 8 kHz (G.711, GSM, a narrowband codec) leaves nothing above 4 kHz of the 16 kHz
 input; wideband speech keeps fricatives and breath there, its share of the power 15-40 dB under the
-whole (docs/notes/2026-12-08-telephone-clustering.md). The clustering takes that as the sign of a narrow channel: CAM++ hears two voices
-closer through it, so it links them at a lower distance (clustering.py).
+whole (docs/notes/2026-12-08-telephone-clustering.md). The clustering takes that as the sign of a narrow
+channel: CAM++ hears two voices closer through it, so it links them at a lower distance (clustering.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.signal import welch
 
-SAMPLE_RATE = 16000
+from whisper_endpoint.core.types import SAMPLE_RATE
+
 EDGE_HZ = 4000  # the Nyquist frequency of a line at 8 kHz
 NARROWBAND_DB = -42.0  # the power above EDGE_HZ against the whole, under which the input is narrowband
 _PIECES, _PIECE_S = 64, 2.0  # the power is measured on at most this much, spread over the recording

@@ -47,7 +47,8 @@ def linked_positions(count: int, max_linked: int, seed: int = 0) -> np.ndarray:
 class CappedAgglomerativeClustering(AgglomerativeClustering):
     """pyannote's ``AgglomerativeClustering`` linking at most ``max_linked`` embeddings (see the module)."""
 
-    def __init__(self, metric: str = "cosine", max_linked: int = MAX_LINKED, narrowband_shift: float = NARROWBAND_SHIFT):
+    def __init__(self, metric: str = "cosine", max_linked: int = MAX_LINKED,
+                 narrowband_shift: float = NARROWBAND_SHIFT):
         super().__init__(metric=metric)
         self.max_linked = max_linked
         self.narrowband_shift = narrowband_shift

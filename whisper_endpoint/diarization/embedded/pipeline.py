@@ -134,7 +134,8 @@ class OfflineSpeakerDiarization(SpeakerDiarization):
             clustering="AgglomerativeClustering",
         )
         # pyannote's clustering, linking a bounded number of embeddings on long recordings (clustering.py)
-        self.clustering = CappedAgglomerativeClustering(metric=self.clustering.metric, narrowband_shift=narrowband_shift)
+        self.clustering = CappedAgglomerativeClustering(metric=self.clustering.metric,
+                                                        narrowband_shift=narrowband_shift)
         # The same windows, with SincNet's first layer computed once over the input (shared_sincnet.py).
         self._segmentation = SharedSincInference(
             segmentation_model, duration=self._segmentation.duration, step=self._segmentation.step,
